@@ -1,0 +1,34 @@
+# rlhp: `make train` and `make test` do all set-up on a fresh clone (they create .venv/).
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install train test lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	# The CPU build of torch lies on local disk; any other torch pulls a multi-GB CUDA build.
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install rlhp with its test extras (fast when done)
+
+train: install  ## the CartPole demo: preference comparisons with synthetic labels
+	$(VENV)/bin/rlhp-train env=cartpole gatherer=synthetic
+
+test: install  ## run the test suite (slow end-to-end tests included)
+	$(VENV)/bin/pytest -n 2 -q
+
+lint: install  ## ruff
+	$(VENV)/bin/ruff check rlhp tests scripts
+
+bench: install  ## reward-model throughput and a round of the loop, as a table
+	$(PY) scripts/bench_reward.py
+
+clean:  ## remove the venv and run outputs
+	rm -rf $(VENV) outputs multirun

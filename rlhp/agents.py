@@ -1,0 +1,162 @@
+"""The agent trainer: an SB3 algorithm trained on the learned reward, and a trajectory source."""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from rlhp.config import ConfigError
+from rlhp.data import Trajectory, TrajectoryRecorder
+from rlhp.envs import GymEnv
+from rlhp.rewards import RewardNet
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+class TrajectorySource(Protocol):
+    """Anything the loop can sample trajectories from (an agent, a fixed dataset)."""
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Trajectories covering at least ``steps`` transitions."""
+
+
+def _next_obs(obs: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+    """The observation each step led to: a VecEnv already replaced it by the reset one on done."""
+    out = obs.copy()
+    for i in np.flatnonzero(dones):
+        out[i] = infos[i]["terminal_observation"]
+    return out
+
+
+def _terminated(dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+    return dones & ~np.array([i.get("TimeLimit.truncated", False) for i in infos])
+
+
+def rollout(venv: VecEnv, policy: Policy, steps: int) -> list[Trajectory]:
+    """Reset ``venv`` and run ``policy`` until finished episodes cover ``steps`` transitions."""
+    recorder = TrajectoryRecorder(venv.num_envs)
+    obs = venv.reset()
+    collected = 0
+    while collected < steps:
+        acts = policy(obs)
+        next_obs, rews, dones, infos = venv.step(acts)
+        ended = recorder.record(obs, acts, rews, dones, infos, _next_obs(next_obs, dones, infos))
+        collected += sum(map(len, ended))
+        obs = next_obs
+    return recorder.pop_finished()
+
+
+def random_policy(venv: VecEnv) -> Policy:
+    """Uniformly random actions from the venv's (seeded) action space."""
+    return lambda obs: np.stack([venv.action_space.sample() for _ in range(len(obs))])
+
+
+class RewardVecEnvWrapper(VecEnvWrapper):
+    """Replaces the env's reward by the reward net's and records the true-reward episodes."""
+
+    def __init__(self, venv: VecEnv, reward_net: RewardNet, recorder: TrajectoryRecorder) -> None:
+        super().__init__(venv)
+        self.reward_net, self.recorder = reward_net, recorder
+        self._obs: np.ndarray | None = None
+        self._acts: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        """Reset every env; episodes in progress are dropped from the record."""
+        self._obs = self.venv.reset()
+        self.recorder.reset()
+        return self._obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Remember the actions, for the reward and the record."""
+        self._acts = actions
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        """Step, then hand the agent the learned reward instead of the true one."""
+        obs, true_rews, dones, infos = self.venv.step_wait()
+        next_obs = _next_obs(obs, dones, infos)
+        rews = self.reward_net.agent_reward(self._obs, self._acts, next_obs, _terminated(dones, infos))
+        self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
+        self._obs = obs
+        return obs, rews.astype(np.float32), dones, infos
+
+
+class AgentTrainer:
+    """Trains an SB3 agent on the learned reward and samples trajectories of its policy.
+
+    Args:
+        algorithm: builds the SB3 algorithm from ``env`` and ``seed`` (a partial from config).
+        env: the environment factory.
+        reward_net: the learned reward given to the agent.
+        seed: seeds the training env, the sampling env and the algorithm.
+        rng: random generator for exploration.
+        exploration_frac: share of sampled steps that come from the exploration policy.
+        switch_prob: per step, the chance that the exploration policy re-chooses its mode.
+        random_prob: when it re-chooses, the chance of acting uniformly at random.
+    """
+
+    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet, seed: int,
+                 rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
+                 random_prob: float = 0.5) -> None:
+        self.recorder = TrajectoryRecorder(env.n_envs)
+        self.venv = RewardVecEnvWrapper(env.make(seed), reward_net, self.recorder)
+        try:
+            self.algorithm = algorithm(env=self.venv, seed=seed)
+        except AssertionError as err:  # SB3 asserts the spaces it supports
+            raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
+                              f"supports {self.venv.action_space} actions") from None
+        # Sampling uses its own envs so that it never cuts the agent's training episodes short.
+        self.sample_venv = env.make(seed + 10_000)
+        self.sample_venv.action_space.seed(seed)
+        self.rng = rng
+        self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
+        self.last_returns = np.zeros(0)
+
+    @property
+    def num_timesteps(self) -> int:
+        """Env steps trained so far."""
+        return self.algorithm.num_timesteps
+
+    def train(self, steps: int) -> int:
+        """Train for at least ``steps`` env steps (SB3 rounds up to whole rollouts); return the count."""
+        before, finished = self.num_timesteps, len(self.recorder.finished)
+        self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
+        self.last_returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])
+        return self.num_timesteps - before
+
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        """The agent's stochastic action, as during training."""
+        return self.algorithm.predict(obs, deterministic=False)[0]
+
+    def exploration_policy(self) -> Policy:
+        """A policy that, with ``switch_prob`` per step, re-chooses between the agent and random."""
+        random_mode = np.zeros(self.sample_venv.num_envs, dtype=bool)
+        act_randomly = random_policy(self.sample_venv)
+
+        def policy(obs: np.ndarray) -> np.ndarray:
+            switch = self.rng.random(len(obs)) < self.switch_prob
+            random_mode[switch] = self.rng.random(int(switch.sum())) < self.random_prob
+            acts = self.policy(obs)
+            return np.where(random_mode.reshape(-1, *[1] * (acts.ndim - 1)), act_randomly(obs), acts)
+
+        return policy
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Freshest training episodes first, topped up by rollouts; a share from exploration."""
+        explore = int(round(self.exploration_frac * steps))
+        fresh: list[Trajectory] = []
+        for traj in reversed(self.recorder.pop_finished()):
+            if sum(map(len, fresh)) >= steps - explore:
+                break
+            fresh.append(traj)
+        missing = steps - explore - sum(map(len, fresh))
+        if missing > 0:
+            fresh += rollout(self.sample_venv, self.policy, missing)
+        return fresh + (rollout(self.sample_venv, self.exploration_policy(), explore) if explore else [])
+
+    def save(self, path: str) -> None:
+        """Save the SB3 agent as a ``.zip``."""
+        self.algorithm.save(path)

@@ -1,0 +1,85 @@
+"""Config checks and object building: fail early, naming the key and the fix."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A bad config value; the message names the key and how to fix it."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"config key `{key}` {problem}")
+        self.key = key
+
+
+def build(node: DictConfig, **context: Any) -> Any:
+    """Instantiate ``node`` from its ``_target_``, passing the context objects it names.
+
+    Parts declare what they need (``reward_net``, ``rng``, ``env``...) as constructor
+    arguments; the loop offers every shared object and each part takes only its own.
+    """
+    target = hydra.utils.get_object(node._target_)
+    params = inspect.signature(target).parameters
+    wanted = {k: v for k, v in context.items() if k in params and k not in node}
+    return hydra.utils.instantiate(node, **wanted)
+
+
+def _require(cfg: DictConfig, key: str, ok: bool, problem: str) -> None:
+    if not ok:
+        raise ConfigError(key, problem)
+
+
+def _int(cfg: DictConfig, key: str, minimum: int) -> int:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(key, f"must be an integer, got {value!r}")
+    _require(cfg, key, value >= minimum, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _fraction(cfg: DictConfig, key: str, high_open: bool = False) -> float:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, f"must be a number, got {value!r}")
+    ok = 0 <= value < 1 if high_open else 0 <= value <= 1
+    _require(cfg, key, ok, f"must lie in [0, 1{')' if high_open else ']'}, got {value}")
+    return float(value)
+
+
+def validate_train(cfg: DictConfig) -> None:
+    """Check the training config before anything is built or trained."""
+    _int(cfg, "seed", 0)
+    _int(cfg, "total_timesteps", 0)
+    _int(cfg, "total_comparisons", 0)
+    _int(cfg, "num_iterations", 1)
+    _int(cfg, "fragment_length", 1)
+    _fraction(cfg, "initial_comparison_frac")
+    _fraction(cfg, "trajectories.exploration_frac") if "exploration_frac" in cfg.trajectories else None
+    for key in ("initial_epoch_multiplier", "transition_oversampling"):
+        value = cfg[key]
+        _require(cfg, key, isinstance(value, (int, float)) and value > 0,
+                 f"must be a positive number, got {value!r}")
+    trainer = cfg.reward_trainer
+    batch = _int(cfg, "reward_trainer.batch_size", 1)
+    mini = trainer.minibatch_size
+    if mini is not None:
+        mini = _int(cfg, "reward_trainer.minibatch_size", 1)
+        _require(cfg, "reward_trainer.batch_size", batch % mini == 0,
+                 f"({batch}) must be a multiple of reward_trainer.minibatch_size ({mini}); "
+                 f"set one so that it divides the other, e.g. reward_trainer.batch_size={mini * max(1, batch // mini)}")
+    _int(cfg, "reward_trainer.epochs", 1)
+    _fraction(cfg, "reward_trainer.val_split", high_open=True)
+    _fraction(cfg, "preference_model.noise_prob")
+    _int(cfg, "reward_net.members", 1)
+    if "uncertainty_on" in cfg.fragmenter:
+        choices = ("logit", "probability", "label")
+        _require(cfg, "fragmenter.uncertainty_on", cfg.fragmenter.uncertainty_on in choices,
+                 f"must be one of {', '.join(choices)}, got {cfg.fragmenter.uncertainty_on!r}")
+        _require(cfg, "reward_net.members", cfg.reward_net.members >= 2,
+                 "must be at least 2 for fragmenter=active (it measures disagreement "
+                 "between members); use reward_net=ensemble")

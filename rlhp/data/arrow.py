@@ -1,0 +1,49 @@
+"""Lossless numpy <-> Arrow conversion for arrays of any shape and dtype, without row loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def to_fixed(arr: np.ndarray) -> pa.Array:
+    """Array of shape (n, *shape) -> Arrow array of n nested fixed-size lists."""
+    arr = np.ascontiguousarray(arr)
+    out: pa.Array = pa.array(arr.reshape(-1))
+    for size in reversed(arr.shape[1:]):
+        out = pa.FixedSizeListArray.from_arrays(out, size)
+    return out
+
+
+def to_ragged(arrays: list[np.ndarray]) -> pa.Array:
+    """Arrays of shape (len_i, *shape) -> Arrow list array, one row per array."""
+    lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if lengths.sum() < 2**31 else np.int64)
+    flat = np.concatenate(arrays) if arrays else np.zeros((0,))
+    cls = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
+    return cls.from_arrays(pa.array(offsets), to_fixed(flat))
+
+
+def _values(col: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, list[int]]:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    shape = []
+    while pa.types.is_fixed_size_list(col.type):
+        shape.append(col.type.list_size)
+        col = col.flatten()
+    return col, shape
+
+
+def from_fixed(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str) -> np.ndarray:
+    """Inverse of :func:`to_fixed`."""
+    values, shape = _values(col)
+    return values.to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(-1, *shape)
+
+
+def from_ragged(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str) -> list[np.ndarray]:
+    """Inverse of :func:`to_ragged`."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    offsets = col.offsets.to_numpy() - col.offsets[0].as_py()
+    flat = from_fixed(col.flatten(), dtype)
+    return np.split(flat, offsets[1:-1])

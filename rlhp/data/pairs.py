@@ -1,0 +1,40 @@
+"""A batch of fragment pairs: the unit that is queried, labelled and trained on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+
+@dataclass
+class FragmentPairs:
+    """A batch of fragment pairs; every array has leading shape (pairs, 2, length).
+
+    ``rews`` are the true rewards (NaN where unknown); ``dones`` marks the last step of a
+    terminal trajectory.
+    """
+
+    obs: np.ndarray
+    acts: np.ndarray
+    next_obs: np.ndarray
+    dones: np.ndarray
+    rews: np.ndarray
+
+    def __len__(self) -> int:
+        """Number of pairs."""
+        return len(self.dones)
+
+    def __getitem__(self, idx: np.ndarray | slice) -> FragmentPairs:
+        """The pairs at ``idx``."""
+        return FragmentPairs(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    @staticmethod
+    def concat(batches: list[FragmentPairs]) -> FragmentPairs:
+        """Stack batches along the pair axis."""
+        return FragmentPairs(**{f.name: np.concatenate([getattr(b, f.name) for b in batches]) for f in fields(FragmentPairs)})
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """(obs, acts, next_obs, dones) as tensors, the reward net's inputs."""
+        return tuple(torch.as_tensor(a) for a in (self.obs, self.acts, self.next_obs, self.dones))

@@ -1,0 +1,96 @@
+"""One episode of experience, and a recorder that cuts a VecEnv's steps into episodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Trajectory:
+    """One episode: ``obs`` has one more row than ``acts`` and ``rews`` (the final observation).
+
+    ``rews`` are the environment's true rewards; ``terminal`` is True when the episode ended
+    by termination rather than by a time limit or by being cut off.
+    """
+
+    obs: np.ndarray
+    acts: np.ndarray
+    rews: np.ndarray
+    terminal: bool
+    infos: list[dict] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        """Number of transitions."""
+        return len(self.acts)
+
+
+class TrajectoryRecorder:
+    """Collects the steps of a vectorised env and emits each finished episode.
+
+    Steps are stored as whole (n_envs, ...) batches, one append per step; an episode's rows
+    are gathered from those batches only when it ends.
+    """
+
+    def __init__(self, n_envs: int) -> None:
+        self.n_envs = n_envs
+        self.finished: list[Trajectory] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the episodes in progress (the envs were reset); finished ones are kept."""
+        self._obs: list[np.ndarray] = []
+        self._acts: list[np.ndarray] = []
+        self._rews: list[np.ndarray] = []
+        self._infos: list[list[dict]] = []
+        self._start = np.zeros(self.n_envs, dtype=np.int64)
+        self._offset = 0  # absolute index of the first stored step
+
+    def record(
+        self,
+        obs: np.ndarray,
+        acts: np.ndarray,
+        rews: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict],
+        next_obs: np.ndarray,
+    ) -> list[Trajectory]:
+        """Store one step of every env; return the episodes that ended with it."""
+        self._obs.append(obs)
+        self._acts.append(acts)
+        self._rews.append(np.asarray(rews, dtype=np.float32))
+        self._infos.append([{k: v for k, v in i.items() if k != "terminal_observation"} for i in infos])
+        now = self._offset + len(self._acts)
+        ended = []
+        done_envs = np.flatnonzero(dones)
+        if len(done_envs):
+            first = int(self._start[done_envs].min() - self._offset)
+            obs_block = np.stack(self._obs[first:])
+            acts_block = np.stack(self._acts[first:])
+            rews_block = np.stack(self._rews[first:])
+        for env in done_envs:
+            lo = int(self._start[env] - self._offset)
+            ended.append(Trajectory(
+                obs=np.concatenate([obs_block[lo - first:, env], next_obs[env][None]]),
+                acts=acts_block[lo - first:, env].copy(),
+                rews=rews_block[lo - first:, env].copy(),
+                terminal=not infos[env].get("TimeLimit.truncated", False),
+                infos=[step[env] for step in self._infos[lo:]],
+            ))
+            self._start[env] = now
+        if len(ended):
+            self._trim()
+        self.finished.extend(ended)
+        return ended
+
+    def _trim(self) -> None:
+        drop = int(self._start.min() - self._offset)
+        if drop > 0:
+            del self._obs[:drop], self._acts[:drop], self._rews[:drop], self._infos[:drop]
+            self._offset += drop
+
+    def pop_finished(self) -> list[Trajectory]:
+        """Return and forget the finished episodes, oldest first."""
+        out, self.finished = self.finished, []
+        return out

@@ -1,0 +1,84 @@
+"""Environments: a fixed-horizon CartPole and a factory for vectorised gymnasium envs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlhp.config import ConfigError
+
+FIXED_HORIZON_CARTPOLE = "rlhp/CartPole-FixedHorizon-v0"
+
+
+class FixedHorizonCartPole(CartPoleEnv):
+    """CartPole that never terminates: reward 1 while the pole is up and the cart on the track.
+
+    Episodes always run to the time limit (500 steps), so an episode's length says nothing
+    about how well the agent did and the return counts the steps spent upright.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Physics keep running after the pole falls, so observations leave the usual bounds.
+        high = np.full(4, np.inf, dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Advance the physics one step; `terminated` is always False."""
+        # CartPoleEnv warns once it is stepped past termination; here that is the design.
+        self.steps_beyond_terminated = None
+        obs, _, fallen, truncated, info = super().step(action)
+        return obs, 0.0 if fallen else 1.0, False, truncated, info
+
+
+gym.register(FIXED_HORIZON_CARTPOLE, entry_point=FixedHorizonCartPole, max_episode_steps=500)
+
+
+class GymEnv:
+    """Builds vectorised copies of a registered gymnasium environment.
+
+    Args:
+        id: gymnasium id, e.g. ``Pendulum-v1``.
+        n_envs: number of parallel copies in the training VecEnv.
+        max_episode_steps: overrides the id's time limit when set.
+        kwargs: keyword arguments passed to ``gymnasium.make``.
+    """
+
+    def __init__(
+        self,
+        id: str,
+        n_envs: int = 8,
+        max_episode_steps: int | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ConfigError("env.id", "is required, e.g. `env=gym env.id=Pendulum-v1`")
+        try:
+            gym.spec(id)
+        except gym.error.Error as err:
+            raise ConfigError(
+                "env.id", f"{id!r} is not a registered gymnasium id ({err}); check the spelling"
+            ) from None
+        if n_envs < 1:
+            raise ConfigError("env.n_envs", f"must be at least 1, got {n_envs}")
+        self.id = id
+        self.n_envs = n_envs
+        self.max_episode_steps = max_episode_steps
+        self.kwargs = dict(kwargs or {})
+
+    def make(self, seed: int, n_envs: int | None = None) -> VecEnv:
+        """A seeded DummyVecEnv with a Monitor around each copy."""
+        extra = {} if self.max_episode_steps is None else {"max_episode_steps": self.max_episode_steps}
+        return make_vec_env(
+            self.id, n_envs=n_envs or self.n_envs, seed=seed, env_kwargs={**extra, **self.kwargs}
+        )
+
+    def make_single(self, **overrides: Any) -> gym.Env:
+        """One unwrapped-by-vec copy, e.g. for rendering or inspecting spaces."""
+        extra = {} if self.max_episode_steps is None else {"max_episode_steps": self.max_episode_steps}
+        return gym.make(self.id, **{**extra, **self.kwargs, **overrides})

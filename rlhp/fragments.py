@@ -1,0 +1,110 @@
+"""Fragment pairs and the fragmenters that cut them from trajectories."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from rlhp.data import FragmentPairs, Trajectory
+from rlhp.preferences import preference_logprobs
+from rlhp.rewards import RewardNet
+
+log = logging.getLogger(__name__)
+
+
+class Fragmenter(Protocol):
+    """Cuts ``num_pairs`` fragment pairs of ``fragment_length`` steps from trajectories."""
+
+    def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Return the pairs."""
+
+
+class RandomFragmenter:
+    """Uniform fragments: trajectories drawn in proportion to length, a uniform start in each.
+
+    Args:
+        rng: random generator (seeded by the run).
+        warning_threshold: warn when fewer than this many times the needed transitions exist
+            (fragments are drawn with replacement, so they would overlap heavily).
+    """
+
+    def __init__(self, rng: np.random.Generator, warning_threshold: float = 10) -> None:
+        self.rng = rng
+        self.warning_threshold = warning_threshold
+
+    def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Return ``num_pairs`` random pairs."""
+        lengths = np.array([len(t) for t in trajectories])
+        keep = np.flatnonzero(lengths >= fragment_length)
+        if len(keep) < len(trajectories):
+            log.info("dropped %d of %d trajectories shorter than fragment_length=%d",
+                     len(trajectories) - len(keep), len(trajectories), fragment_length)
+        if not len(keep):
+            raise ValueError(
+                f"no trajectory is at least fragment_length={fragment_length} steps long "
+                f"(longest: {lengths.max(initial=0)}); lower `fragment_length`")
+        trajs, lengths = [trajectories[i] for i in keep], lengths[keep]
+        needed = 2 * num_pairs * fragment_length
+        if lengths.sum() < self.warning_threshold * needed:
+            log.warning("only %d transitions for %d fragment pairs of length %d: fragments will overlap",
+                        lengths.sum(), num_pairs, fragment_length)
+        which = self.rng.choice(len(trajs), size=2 * num_pairs, p=lengths / lengths.sum())
+        starts = self.rng.integers(0, lengths[which] - fragment_length + 1)
+        # Index into the concatenation of all trajectories, so one gather builds every fragment.
+        act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+        steps = starts[:, None] + np.arange(fragment_length)
+        idx = act_off[which, None] + steps
+        obs_idx = idx + np.arange(len(trajs))[which, None]  # obs has one extra row per trajectory
+        all_obs = np.concatenate([t.obs for t in trajs])
+        terminal = np.array([t.terminal for t in trajs])[which, None]
+        shape = (num_pairs, 2, fragment_length)
+        return FragmentPairs(
+            obs=all_obs[obs_idx].reshape(*shape, *all_obs.shape[1:]),
+            acts=(a := np.concatenate([t.acts for t in trajs]))[idx].reshape(*shape, *a.shape[1:]),
+            next_obs=all_obs[obs_idx + 1].reshape(*shape, *all_obs.shape[1:]),
+            dones=(terminal & (steps == lengths[which, None] - 1)).reshape(shape),
+            rews=np.concatenate([t.rews for t in trajs])[idx].astype(np.float32).reshape(shape),
+        )
+
+
+class ActiveSelectionFragmenter:
+    """Draws ``fragment_sample_factor`` times more pairs and keeps the most disputed ones.
+
+    Disagreement between the members of a reward ensemble is measured on ``uncertainty_on``:
+    ``logit`` (variance of the return difference), ``probability`` (variance of the
+    predicted preference) or ``label`` (Bernoulli variance of the members' votes).
+    """
+
+    def __init__(self, base: Fragmenter, reward_net: RewardNet, fragment_sample_factor: float = 2.0,
+                 uncertainty_on: str = "logit", discount_factor: float = 1.0) -> None:
+        if uncertainty_on not in ("logit", "probability", "label"):
+            raise ValueError(f"uncertainty_on must be logit, probability or label, got {uncertainty_on!r}")
+        if reward_net.members < 2:
+            raise ValueError("active selection needs a reward ensemble (reward_net.members >= 2)")
+        self.base, self.reward_net = base, reward_net
+        self.fragment_sample_factor, self.uncertainty_on = fragment_sample_factor, uncertainty_on
+        self.discount_factor = discount_factor
+
+    @torch.no_grad()
+    def disagreement(self, pairs: FragmentPairs) -> np.ndarray:
+        """One uncertainty score per pair, higher meaning more disagreement."""
+        rews = self.reward_net(*pairs.tensors())  # (members, pairs, 2, length)
+        discounts = self.discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype)
+        returns = (rews * discounts).sum(-1)
+        diff = returns[..., 0] - returns[..., 1]
+        if self.uncertainty_on == "logit":
+            return diff.var(0).numpy()
+        prob = preference_logprobs(returns)[0].exp()
+        if self.uncertainty_on == "probability":
+            return prob.var(0).numpy()
+        votes = (prob > 0.5).float().mean(0)
+        return (votes * (1 - votes)).numpy()
+
+    def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Return the ``num_pairs`` most uncertain of the candidate pairs."""
+        candidates = self.base(trajectories, fragment_length, int(np.ceil(self.fragment_sample_factor * num_pairs)))
+        best = np.argsort(-self.disagreement(candidates), kind="stable")[:num_pairs]
+        return candidates[best]

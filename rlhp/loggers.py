@@ -1,0 +1,84 @@
+"""Run logging: metrics.csv always, Weights & Biases (offline by default) when configured."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class CSVMetrics:
+    """Appends one row per round to ``metrics.csv``, flushed at once so a crash loses nothing."""
+
+    COLUMNS = ["iteration", "timesteps", "comparisons", "reward_loss", "reward_accuracy", "gt_reward_loss",
+               "true_return_mean", "true_return_std", "label_entropy", "wall_s"]
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        with self.path.open("w", newline="") as f:
+            csv.writer(f).writerow(self.COLUMNS)
+
+    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
+        """Write the round's row (blank where a metric is absent)."""
+        with self.path.open("a", newline="") as f:
+            csv.writer(f).writerow([metrics.get(c, "") for c in self.COLUMNS])
+
+
+class NullLogger:
+    """Logs nothing (``logger=none``)."""
+
+    def start(self, cfg: DictConfig, run_dir: Path) -> None:
+        """Nothing to start."""
+
+    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
+        """Drop the metrics."""
+
+    def summary(self, values: dict[str, Any]) -> None:
+        """Drop the final values."""
+
+    def finish(self, exit_code: int = 0) -> None:
+        """Nothing to finish."""
+
+
+class WandbLogger(NullLogger):
+    """Weights & Biases run with the resolved config; ``mode`` offline writes under the run folder.
+
+    Args:
+        project, group, name, tags: W&B run identity (name defaults to the run folder's name).
+        mode: ``offline`` (default, no network), ``online`` (sync as it runs) or ``disabled``.
+    """
+
+    def __init__(self, project: str = "rlhp", group: str | None = None, name: str | None = None,
+                 mode: str = "offline", tags: list[str] | None = None) -> None:
+        if mode not in ("offline", "online", "disabled"):
+            raise ValueError(f"logger.mode must be offline, online or disabled, got {mode!r}")
+        self.project, self.group, self.name, self.mode, self.tags = project, group, name, mode, tags
+        self.run = None
+
+    def start(self, cfg: DictConfig, run_dir: Path) -> None:
+        """``wandb.init`` with the resolved config."""
+        import wandb
+
+        os.environ.setdefault("WANDB_SILENT", "true")
+        self.run = wandb.init(
+            project=self.project, group=self.group, name=self.name or run_dir.name, tags=self.tags,
+            config=OmegaConf.to_container(cfg, resolve=True), dir=str(run_dir), mode=self.mode,
+            job_type="train", settings=wandb.Settings(console="off"),
+        )
+
+    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
+        """Log one round, stepped by agent timesteps."""
+        self.run.log(metrics, step=int(metrics.get("iteration", 0)))
+
+    def summary(self, values: dict[str, Any]) -> None:
+        """Record final figures in the run summary."""
+        self.run.summary.update(values)
+
+    def finish(self, exit_code: int = 0) -> None:
+        """Close the run, marking it failed on a non-zero code."""
+        if self.run is not None:
+            self.run.finish(exit_code=exit_code)
+            self.run = None

@@ -1,0 +1,146 @@
+"""The preference-comparisons loop (Christiano et al. 2017), one round at a time.
+
+Each round: sample trajectories, cut fragment pairs, publish them as queries, gather the
+answered ones into the preference dataset, train the reward model, then train the agent on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from rlhp.agents import TrajectorySource
+from rlhp.data import Trajectory
+from rlhp.fragments import Fragmenter
+from rlhp.gatherers import PreferenceGatherer, Querent
+from rlhp.preferences import PreferenceDataset
+from rlhp.schedules import apportion
+from rlhp.training import RewardTrainer
+
+
+class VariableHorizonError(ValueError):
+    """Terminal episodes of different lengths: their length would leak the reward."""
+
+
+def check_fixed_horizon(trajectories: list[Trajectory], lengths: set[int]) -> None:
+    """Add the terminal episodes' lengths to ``lengths``; raise if more than one is seen."""
+    lengths.update(len(t) for t in trajectories if t.terminal)
+    if len(lengths) > 1:
+        raise VariableHorizonError(
+            f"episodes ended by termination at different lengths ({sorted(lengths)[:5]}...). "
+            "When the episode length depends on the policy, it leaks the reward: a fragment's "
+            "length says how well the agent did, and any positive learned reward 'solves' the "
+            "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
+            "or set allow_variable_horizon=true if you know the risks.")
+
+
+class PreferenceComparisons:
+    """Alternates reward learning from preferences with agent training on the learned reward.
+
+    Args:
+        source: where trajectories come from (agent trainer or fixed dataset).
+        fragmenter, querent, gatherer: choose pairs, publish them, collect their labels.
+        dataset: the labelled pairs.
+        reward_trainer: fits the reward net to the dataset.
+        comparisons: comparisons to query per round, round 0 first (see ``comparison_schedule``).
+        total_timesteps: agent env steps over all rounds.
+        fragment_length: steps per fragment.
+        transition_oversampling: sample this many times the transitions the fragments need.
+        initial_epoch_multiplier: round 0 trains the reward model this many times longer.
+        allow_variable_horizon: accept terminal episodes of different lengths.
+    """
+
+    def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
+                 gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
+                 comparisons: list[int], total_timesteps: int, fragment_length: int,
+                 transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
+                 allow_variable_horizon: bool = False) -> None:
+        self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
+        self.dataset, self.reward_trainer = dataset, reward_trainer
+        self.comparisons = comparisons
+        # Cumulative step targets: whatever SB3 overshoots in one round, the next trains less.
+        self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(len(comparisons)))).tolist()
+        self.fragment_length = fragment_length
+        self.transition_oversampling = transition_oversampling
+        self.initial_epoch_multiplier = initial_epoch_multiplier
+        self.allow_variable_horizon = allow_variable_horizon
+        self.iteration = 0
+        self.timesteps = 0
+        self.terminal_lengths: set[int] = set()
+        self.trajectories: list[Trajectory] = []
+        self.wall_s = 0.0
+
+    @property
+    def num_rounds(self) -> int:
+        """Gathering rounds: the initial one plus one per iteration."""
+        return len(self.comparisons)
+
+    def run(self, callbacks: list[Callable[[PreferenceComparisons, dict], None]] = ()) -> dict[str, float]:
+        """Run the remaining rounds, calling each callback with the round's metrics."""
+        metrics: dict[str, float] = {}
+        while self.iteration < self.num_rounds:
+            metrics = self.round()
+            for callback in callbacks:
+                callback(self, metrics)
+            self.iteration += 1
+        return metrics
+
+    def round(self) -> dict[str, float]:
+        """One round of sample, fragment, query, gather, train reward, train agent."""
+        start = time.perf_counter()
+        k, n = self.iteration, self.comparisons[self.iteration]
+        metrics: dict[str, float] = {"iteration": k}
+        if n > 0:
+            steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
+            trajectories = self.source.sample(steps)
+            if not self.allow_variable_horizon:
+                check_fixed_horizon(trajectories, self.terminal_lengths)
+            self.trajectories += trajectories
+            pairs = self.fragmenter(trajectories, self.fragment_length, n)
+            self.gatherer.add(pairs, self.querent(pairs))
+        answered, labels, ids = self.gatherer()
+        if answered is not None:
+            self.dataset.push(answered, labels, ids)
+        metrics["comparisons"] = len(self.dataset)
+        if hasattr(self.gatherer, "last_entropy"):
+            metrics["label_entropy"] = self.gatherer.last_entropy
+        if len(self.dataset):
+            multiplier = self.initial_epoch_multiplier if k == 0 else 1.0
+            metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
+        if hasattr(self.source, "train"):
+            wanted = self.timestep_targets[k] - self.timesteps
+            if wanted > 0:
+                self.timesteps += self.source.train(wanted)
+            returns = self.source.last_returns
+            if len(returns):
+                metrics.update(true_return_mean=float(returns.mean()), true_return_std=float(returns.std()))
+        metrics["timesteps"] = self.timesteps
+        self.wall_s += time.perf_counter() - start
+        metrics["wall_s"] = self.wall_s
+        return metrics
+
+    def save(self, path: str | Path, reward_net_config: dict) -> None:
+        """Write the loop's whole state: everything a resume needs to carry on."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        net = self.reward_trainer.net
+        torch.save({"state_dict": net.state_dict(), "config": reward_net_config}, path / "reward_net.pt")
+        torch.save({"optimizer": self.reward_trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
+                   path / "trainer.pt")
+        if hasattr(self.source, "save"):
+            self.source.save(str(path / "agent.zip"))
+        if len(self.dataset):
+            self.dataset.save(path / "preferences")
+        state = {
+            "iteration": self.iteration, "timesteps": self.timesteps, "comparisons": self.comparisons,
+            "timestep_targets": self.timestep_targets, "terminal_lengths": sorted(self.terminal_lengths),
+            "next_query_id": self.querent.next_id, "wall_s": self.wall_s,
+            "rng": self.reward_trainer.rng.bit_generator.state,
+        }
+        (path / "state.json").write_text(json.dumps(state, indent=1, default=int))

@@ -1,0 +1,95 @@
+"""The Bradley-Terry preference model and the dataset of labelled fragment pairs."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import fields
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import torch
+
+from rlhp.data.arrow import from_fixed, to_fixed
+from rlhp.data.pairs import FragmentPairs
+
+
+def discounted_returns(rews: torch.Tensor, discount_factor: float = 1.0) -> torch.Tensor:
+    """Sum over the last (time) axis, step t weighted by ``discount_factor ** t``."""
+    if discount_factor == 1.0:
+        return rews.sum(-1)
+    return (rews * discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype)).sum(-1)
+
+
+def preference_logprobs(returns: torch.Tensor, noise_prob: float = 0.0, threshold: float = 50.0
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """log P(first preferred) and log P(second preferred) for returns of shape (..., 2).
+
+    P = noise_prob / 2 + (1 - noise_prob) * sigmoid(clip(R1 - R2, -threshold, threshold)),
+    computed in log space so that neither probability underflows to log(0).
+    """
+    diff = (returns[..., 0] - returns[..., 1]).clamp(-threshold, threshold)
+    first, second = torch.nn.functional.logsigmoid(diff), torch.nn.functional.logsigmoid(-diff)
+    if noise_prob == 0:
+        return first, second
+    floor = torch.full_like(diff, math.log(noise_prob / 2))
+    keep = math.log1p(-noise_prob) if noise_prob < 1 else -math.inf
+    return torch.logaddexp(floor, keep + first), torch.logaddexp(floor, keep + second)
+
+
+class PreferenceDataset:
+    """Labelled fragment pairs, append-only, evicting the oldest beyond ``max_size``.
+
+    Labels are float32 of shape (n,): 1 prefers the first fragment, 0 the second, 0.5 neither.
+    """
+
+    def __init__(self, max_size: int | None = None) -> None:
+        self.max_size = max_size
+        self.pairs: FragmentPairs | None = None
+        self.labels = np.zeros(0, dtype=np.float32)
+        self.ids = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        """Number of labelled pairs."""
+        return len(self.labels)
+
+    def push(self, pairs: FragmentPairs, labels: np.ndarray, ids: np.ndarray) -> None:
+        """Append answered queries."""
+        if not isinstance(labels, np.ndarray) or labels.dtype != np.float32 or labels.shape != (len(pairs),):
+            raise ValueError(f"labels must be a float32 array of shape ({len(pairs)},), got "
+                             f"{getattr(labels, 'dtype', type(labels))} {getattr(labels, 'shape', '')}")
+        self.pairs = pairs if self.pairs is None else FragmentPairs.concat([self.pairs, pairs])
+        self.labels = np.concatenate([self.labels, labels])
+        self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
+        if self.max_size is not None and len(self) > self.max_size:
+            keep = slice(len(self) - self.max_size, None)
+            self.pairs, self.labels, self.ids = self.pairs[keep], self.labels[keep], self.ids[keep]
+
+    def save(self, path: str | Path) -> None:
+        """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp."""
+        path = Path(path)
+        if self.pairs is None:
+            raise ValueError("nothing to save: the preference dataset is empty")
+        columns = {f.name: to_fixed(getattr(self.pairs, f.name)) for f in fields(self.pairs)}
+        table = pa.table({"id": self.ids, "label": self.labels, **columns})
+        dtypes = {f.name: getattr(self.pairs, f.name).dtype.str for f in fields(self.pairs)}
+        info = datasets.DatasetInfo(description=json.dumps(dtypes))
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        datasets.Dataset(table, info=info).save_to_disk(str(tmp))
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)
+
+    @classmethod
+    def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:
+        """Read a dataset written by :meth:`save`."""
+        ds = datasets.load_from_disk(str(path))
+        dtypes = json.loads(ds.info.description)
+        table = ds.with_format("arrow")[:]
+        out = cls(max_size)
+        pairs = FragmentPairs(**{k: from_fixed(table[k], dt) for k, dt in dtypes.items()})
+        out.push(pairs, table["label"].to_numpy().astype(np.float32), table["id"].to_numpy())
+        return out

@@ -1,0 +1,142 @@
+"""Reward networks: an MLP over (obs, action, next_obs, done), optionally an ensemble of them.
+
+Every net holds ``members`` copies of its MLP as stacked weight tensors, so a whole ensemble
+runs in one batched matrix multiply; the basic net is the one-member case.
+"""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim, preprocess_obs
+from torch import nn
+
+
+class BatchedMLP(nn.Module):
+    """``members`` independent MLPs with scalar output, evaluated together."""
+
+    def __init__(self, members: int, in_dim: int, hidden_sizes: list[int]) -> None:
+        super().__init__()
+        sizes = [in_dim, *hidden_sizes, 1]
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            bound = 1 / math.sqrt(fan_in)  # nn.Linear's default init, per member
+            self.weights.append(nn.Parameter(torch.empty(members, fan_in, fan_out).uniform_(-bound, bound)))
+            self.biases.append(nn.Parameter(torch.empty(members, 1, fan_out).uniform_(-bound, bound)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(members or 1, N, in_dim) -> (members, N)."""
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b, x.expand(w.shape[0], -1, -1), w) if i == 0 else torch.baddbmm(b, x, w)
+            if i < last:
+                x = torch.relu(x)
+        return x.squeeze(-1)
+
+
+class RunningNorm(nn.Module):
+    """Running mean/variance (Chan et al. parallel update) used to scale the agent's reward."""
+
+    def __init__(self, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("mean", torch.zeros(()))
+        self.register_buffer("var", torch.ones(()))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    def forward(self, x: torch.Tensor, update: bool) -> torch.Tensor:
+        """Normalise ``x``, first folding it into the statistics when ``update``."""
+        if update and x.numel():
+            n, mean, var = x.numel(), x.mean(), x.var(unbiased=False)
+            total = self.count + n
+            delta = mean - self.mean
+            self.mean += delta * n / total
+            self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
+            self.count = total
+        return (x - self.mean) / torch.sqrt(self.var + self.eps)
+
+
+class RewardNet(nn.Module):
+    """Learned reward r(s, a, s', done), one scalar per member per transition.
+
+    Args:
+        observation_space, action_space: the env's spaces; inputs are preprocessed as SB3
+            does (one-hot for discrete spaces, flattened boxes, images scaled to [0, 1]).
+        hidden_sizes: widths of the hidden layers.
+        members: number of independently initialised MLPs (1: basic net; more: ensemble).
+        use_state, use_action, use_next_state, use_done: which inputs the MLP sees.
+        shaping_gamma: when set, adds a learned potential: gamma * phi(s') * (1 - done) - phi(s).
+        normalize_output: scale the reward given to the agent by running statistics.
+        std_coef: the agent's reward is mean + std_coef * std over members (exploration bonus).
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        hidden_sizes: list[int] = (32, 32),
+        members: int = 1,
+        use_state: bool = True,
+        use_action: bool = True,
+        use_next_state: bool = False,
+        use_done: bool = False,
+        shaping_gamma: float | None = None,
+        normalize_output: bool = True,
+        std_coef: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if not (use_state or use_action or use_next_state or use_done):
+            raise ValueError("reward_net: at least one of use_state/use_action/use_next_state/use_done must be true")
+        self.observation_space, self.action_space = observation_space, action_space
+        self.members = members
+        self.use = (use_state, use_action, use_next_state, use_done)
+        obs_dim = get_flattened_obs_dim(observation_space)
+        act_dim = get_flattened_obs_dim(action_space)
+        in_dim = obs_dim * (use_state + use_next_state) + act_dim * use_action + use_done
+        self.mlp = BatchedMLP(members, in_dim, list(hidden_sizes))
+        self.shaping_gamma = shaping_gamma
+        self.potential = BatchedMLP(members, obs_dim, list(hidden_sizes)) if shaping_gamma is not None else None
+        self.norm = RunningNorm() if normalize_output else None
+        self.std_coef = std_coef
+
+    def _flat(self, x: torch.Tensor, space: gym.Space, lead: tuple[int, ...]) -> torch.Tensor:
+        x = x.reshape(math.prod(lead), *space.shape)
+        return preprocess_obs(x, space, normalize_images=True).reshape(len(x), -1).float()
+
+    def forward(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
+                per_member: bool = False) -> torch.Tensor:
+        """Rewards of shape (members, *lead) for inputs with leading shape ``lead``.
+
+        With ``per_member`` the inputs' first axis is the member axis (each member scores its
+        own transitions, as in bootstrapped training) and the output keeps that shape.
+        """
+        lead = tuple(dones.shape)
+        groups = lead[0] if per_member else 1
+        state = self._flat(obs, self.observation_space, lead)
+        next_state = self._flat(next_obs, self.observation_space, lead)
+        done = dones.reshape(-1, 1).float()
+        parts = [state, self._flat(acts, self.action_space, lead), next_state, done]
+        x = torch.cat([p for p, used in zip(parts, self.use) if used], dim=-1)
+        rew = self.mlp(x.reshape(groups, -1, x.shape[-1]))
+        if self.potential is not None:
+            states = torch.stack([state, next_state]).reshape(2, groups, -1, state.shape[-1])
+            phi = self.potential(states.transpose(0, 1).reshape(groups, -1, state.shape[-1]))
+            phi, next_phi = phi.reshape(self.members, 2, -1).unbind(1)
+            rew = rew + self.shaping_gamma * next_phi * (1 - done.reshape(groups, -1)) - phi
+        return rew.reshape(self.members, *(lead[1:] if per_member else lead))
+
+    @torch.no_grad()
+    def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
+                     update_stats: bool = True) -> np.ndarray:
+        """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""
+        rew = self(*(torch.as_tensor(np.asarray(a)) for a in (obs, acts, next_obs, dones)))
+        out = rew.mean(0)
+        if self.members > 1 and self.std_coef:
+            out = out + self.std_coef * rew.std(0)
+        if self.norm is not None:
+            out = self.norm(out, update=update_stats)
+        return out.numpy()

@@ -1,0 +1,55 @@
+"""Query schedules: how the comparison budget is spread over the iterations."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+
+class Constant:
+    """f(t) = 1: the same number of queries every iteration."""
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        """Weights at training progress ``t`` in [0, 1]."""
+        return np.ones_like(t)
+
+
+class Hyperbolic:
+    """f(t) = 1 / (1 + t): front-loaded, halving by the end."""
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        """Weights at training progress ``t`` in [0, 1]."""
+        return 1 / (1 + t)
+
+
+class InverseQuadratic:
+    """f(t) = 1 / (1 + t^2)."""
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        """Weights at training progress ``t`` in [0, 1]."""
+        return 1 / (1 + t**2)
+
+
+def apportion(total: int, weights: np.ndarray) -> np.ndarray:
+    """Split ``total`` into integers proportional to ``weights`` that sum exactly to it.
+
+    Largest-remainder (Hamilton) rounding: floor every share, then give the leftover units to
+    the largest fractional parts (earlier entries win ties).
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if total < 0 or len(weights) == 0 or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"cannot apportion {total} over weights {weights}")
+    exact = total * weights / weights.sum()
+    shares = np.floor(exact).astype(np.int64)
+    leftover = total - shares.sum()
+    shares[np.argsort(-(exact - shares), kind="stable")[:leftover]] += 1
+    return shares
+
+
+def comparison_schedule(total_comparisons: int, initial_comparison_frac: float, num_iterations: int,
+                        schedule: Callable[[np.ndarray], np.ndarray]) -> list[int]:
+    """Comparisons to gather in each of the ``num_iterations + 1`` rounds (round 0 first)."""
+    initial = int(total_comparisons * initial_comparison_frac)
+    weights = schedule(np.linspace(0, 1, num_iterations))
+    return [initial, *apportion(total_comparisons - initial, weights).tolist()]

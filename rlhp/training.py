@@ -1,0 +1,120 @@
+"""Reward-model training on preferences: cross-entropy under the Bradley-Terry model.
+
+A batch of B pairs is one tensor of shape (members, B, 2, length, ...) and the loss of the
+whole ensemble is one forward and one backward pass.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+
+from rlhp.data import FragmentPairs
+from rlhp.preferences import PreferenceDataset, discounted_returns, preference_logprobs
+from rlhp.rewards import RewardNet
+
+log = logging.getLogger(__name__)
+
+
+class RewardTrainer:
+    """Fits a reward net to a preference dataset.
+
+    Args:
+        reward_net: the net to train (each ensemble member on its own bootstrap sample).
+        rng: random generator for shuffling and bootstrapping.
+        lr: AdamW learning rate.
+        batch_size: pairs per optimiser step.
+        minibatch_size: pairs per forward/backward (gradient accumulation); divides batch_size.
+        epochs: passes over the data per call of :meth:`train`.
+        weight_decay: AdamW weight decay.
+        val_split: fraction of pairs held out to measure over-fitting (0: none).
+        weight_decay_adapt: when > 1 and val_split > 0, multiply the weight decay by it after an
+            epoch whose validation loss exceeds the training loss by more than ``adapt_tolerance``
+            (relative), and divide by it when below by as much.
+        noise_prob, discount_factor, threshold: the preference model (see ``preference_logprobs``).
+    """
+
+    def __init__(self, reward_net: RewardNet, rng: np.random.Generator, lr: float = 1e-3, batch_size: int = 32,
+                 minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
+                 val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
+                 noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0) -> None:
+        if minibatch_size is not None and batch_size % minibatch_size:
+            raise ValueError(f"batch_size ({batch_size}) must be a multiple of minibatch_size ({minibatch_size})")
+        self.net, self.rng = reward_net, rng
+        self.batch_size, self.minibatch_size = batch_size, minibatch_size or batch_size
+        self.epochs, self.val_split = epochs, val_split
+        self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
+        self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
+        self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+
+    def losses(self, returns: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-pair cross-entropy and correctness for returns (..., 2) and labels (...)."""
+        first, second = preference_logprobs(returns, self.noise_prob, self.threshold)
+        loss = -(labels * first + (1 - labels) * second)
+        correct = ((first > second) == (labels > 0.5)).float()
+        return loss, correct
+
+    def _returns(self, inputs: tuple[torch.Tensor, ...], idx: torch.Tensor) -> torch.Tensor:
+        rews = self.net(*(x[idx] for x in inputs), per_member=idx.dim() == 2)
+        return discounted_returns(rews, self.discount_factor)
+
+    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
+        """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
+        pairs: FragmentPairs = dataset.pairs
+        inputs = pairs.tensors()
+        labels = torch.as_tensor(dataset.labels)
+        n, members = len(dataset), self.net.members
+        order = self.rng.permutation(n)
+        n_val = int(round(n * self.val_split))
+        if self.val_split and (n_val == 0 or n_val == n):
+            raise ValueError(f"reward_trainer.val_split={self.val_split} leaves an empty "
+                             f"{'validation' if n_val == 0 else 'training'} set with {n} pairs; "
+                             "gather more comparisons first or change val_split")
+        val, train = torch.as_tensor(order[:n_val]), order[n_val:]
+        # Each ensemble member learns from its own bootstrap resample of the training pairs.
+        sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
+        metrics: dict[str, float] = {}
+        for _ in range(max(1, round(self.epochs * epoch_multiplier))):
+            shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])])
+            totals = torch.zeros(2)
+            for start in range(0, shuffled.shape[1], self.batch_size):
+                batch = shuffled[:, start:start + self.batch_size]
+                self.optimizer.zero_grad(set_to_none=True)
+                for mini in batch.split(self.minibatch_size, dim=1):
+                    loss, correct = self.losses(self._returns(inputs, mini), labels[mini])
+                    # Members are independent, so summing their losses trains each at full rate.
+                    (loss.sum() / batch.shape[1]).backward()
+                    totals += torch.stack([loss.detach().sum(), correct.sum()])
+                self.optimizer.step()
+            metrics = {"reward_loss": float(totals[0]) / shuffled.numel(),
+                       "reward_accuracy": float(totals[1]) / shuffled.numel()}
+            if n_val:
+                metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
+        metrics.update(self.gt_reward_metrics(pairs, dataset.labels))
+        return metrics
+
+    @torch.no_grad()
+    def _validate(self, inputs: tuple[torch.Tensor, ...], labels: torch.Tensor, val: torch.Tensor,
+                  train_loss: float) -> dict[str, float]:
+        loss, correct = self.losses(self._returns(inputs, val), labels[val])
+        val_loss = float(loss.mean())
+        if self.weight_decay_adapt and self.weight_decay_adapt > 1:
+            ratio = val_loss / max(train_loss, 1e-8)
+            for group in self.optimizer.param_groups:
+                if ratio > 1 + self.adapt_tolerance:
+                    group["weight_decay"] *= self.weight_decay_adapt
+                elif ratio < 1 - self.adapt_tolerance:
+                    group["weight_decay"] /= self.weight_decay_adapt
+        return {"val_loss": val_loss, "val_accuracy": float(correct.mean()),
+                "weight_decay": self.optimizer.param_groups[0]["weight_decay"]}
+
+    @torch.no_grad()
+    def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray) -> dict[str, float]:
+        """Loss and accuracy of the true reward under the same model: a ceiling for the net."""
+        if np.isnan(pairs.rews).any():
+            return {}
+        returns = discounted_returns(torch.as_tensor(pairs.rews, dtype=torch.float32), self.discount_factor)
+        loss, correct = self.losses(returns, torch.as_tensor(labels))
+        return {"gt_reward_loss": float(loss.mean()), "gt_reward_accuracy": float(correct.mean())}
