@@ -26,6 +26,9 @@ def build(node: DictConfig, **context: Any) -> Any:
     target = hydra.utils.get_object(node._target_)
     params = inspect.signature(target).parameters
     wanted = {k: v for k, v in context.items() if k in params and k not in node}
+    # Nested parts (e.g. active selection's base fragmenter) get the same context.
+    wanted.update({k: build(v, **context) for k, v in node.items()
+                   if isinstance(v, DictConfig) and "_target_" in v})
     return hydra.utils.instantiate(node, **wanted)
 
 

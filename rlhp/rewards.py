@@ -39,25 +39,30 @@ class BatchedMLP(nn.Module):
 
 
 class RunningNorm(nn.Module):
-    """Running mean/variance (Chan et al. parallel update) used to scale the agent's reward."""
+    """Running mean/variance over the leading axes (Chan et al. parallel update)."""
 
-    def __init__(self, eps: float = 1e-5) -> None:
+    def __init__(self, shape: tuple[int, ...] = (), eps: float = 1e-5) -> None:
         super().__init__()
         self.eps = eps
-        self.register_buffer("mean", torch.zeros(()))
-        self.register_buffer("var", torch.ones(()))
+        self.register_buffer("mean", torch.zeros(shape))
+        self.register_buffer("var", torch.ones(shape))
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
-    def forward(self, x: torch.Tensor, update: bool) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, update: bool = False) -> torch.Tensor:
         """Normalise ``x``, first folding it into the statistics when ``update``."""
         if update and x.numel():
-            n, mean, var = x.numel(), x.mean(), x.var(unbiased=False)
+            flat = x.reshape(-1, *self.mean.shape)
+            n, mean, var = len(flat), flat.mean(0), flat.var(0, unbiased=False)
             total = self.count + n
             delta = mean - self.mean
             self.mean += delta * n / total
             self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
             self.count = total
         return (x - self.mean) / torch.sqrt(self.var + self.eps)
+
+    def reset(self) -> None:
+        """Forget the statistics."""
+        self.mean.zero_(), self.var.fill_(1), self.count.zero_()
 
 
 class RewardNet(nn.Module):
@@ -70,6 +75,11 @@ class RewardNet(nn.Module):
         members: number of independently initialised MLPs (1: basic net; more: ensemble).
         use_state, use_action, use_next_state, use_done: which inputs the MLP sees.
         shaping_gamma: when set, adds a learned potential: gamma * phi(s') * (1 - done) - phi(s).
+        normalize_input: standardise the MLP's inputs with statistics of the preference data
+            (refitted each round by the trainer); without it, large raw observations such as
+            a fallen CartPole's spinning angle saturate the net.
+        input_clip: clip standardised inputs to +-this, so the net cannot extrapolate to
+            extreme rewards in states far outside the preference data (the agent finds them).
         normalize_output: scale the reward given to the agent by running statistics.
         std_coef: the agent's reward is mean + std_coef * std over members (exploration bonus).
     """
@@ -85,6 +95,8 @@ class RewardNet(nn.Module):
         use_next_state: bool = False,
         use_done: bool = False,
         shaping_gamma: float | None = None,
+        normalize_input: bool = True,
+        input_clip: float | None = 5.0,
         normalize_output: bool = True,
         std_coef: float = 0.0,
     ) -> None:
@@ -98,14 +110,40 @@ class RewardNet(nn.Module):
         act_dim = get_flattened_obs_dim(action_space)
         in_dim = obs_dim * (use_state + use_next_state) + act_dim * use_action + use_done
         self.mlp = BatchedMLP(members, in_dim, list(hidden_sizes))
+        self.input_norm = RunningNorm((in_dim,)) if normalize_input else None
+        self.input_clip = input_clip
         self.shaping_gamma = shaping_gamma
         self.potential = BatchedMLP(members, obs_dim, list(hidden_sizes)) if shaping_gamma is not None else None
+        self.state_norm = RunningNorm((obs_dim,)) if normalize_input and self.potential is not None else None
         self.norm = RunningNorm() if normalize_output else None
         self.std_coef = std_coef
 
     def _flat(self, x: torch.Tensor, space: gym.Space, lead: tuple[int, ...]) -> torch.Tensor:
         x = x.reshape(math.prod(lead), *space.shape)
         return preprocess_obs(x, space, normalize_images=True).reshape(len(x), -1).float()
+
+    def _inputs(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Flat (N, F) features for the reward MLP, and flat states, next states and dones."""
+        lead = tuple(dones.shape)
+        state = self._flat(obs, self.observation_space, lead)
+        next_state = self._flat(next_obs, self.observation_space, lead)
+        done = dones.reshape(-1, 1).float()
+        parts = [state, self._flat(acts, self.action_space, lead), next_state, done]
+        return torch.cat([p for p, used in zip(parts, self.use) if used], dim=-1), state, next_state, done
+
+    @torch.no_grad()
+    def fit_input_norm(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor,
+                       dones: torch.Tensor) -> None:
+        """Set the input statistics to those of these transitions (no-op without normalize_input)."""
+        if self.input_norm is None:
+            return
+        x, state, next_state, _ = self._inputs(obs, acts, next_obs, dones)
+        self.input_norm.reset()
+        self.input_norm(x, update=True)
+        if self.state_norm is not None:
+            self.state_norm.reset()
+            self.state_norm(torch.cat([state, next_state]), update=True)
 
     def forward(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
                 per_member: bool = False) -> torch.Tensor:
@@ -116,15 +154,20 @@ class RewardNet(nn.Module):
         """
         lead = tuple(dones.shape)
         groups = lead[0] if per_member else 1
-        state = self._flat(obs, self.observation_space, lead)
-        next_state = self._flat(next_obs, self.observation_space, lead)
-        done = dones.reshape(-1, 1).float()
-        parts = [state, self._flat(acts, self.action_space, lead), next_state, done]
-        x = torch.cat([p for p, used in zip(parts, self.use) if used], dim=-1)
+        x, state, next_state, done = self._inputs(obs, acts, next_obs, dones)
+        if self.input_norm is not None:
+            x = self.input_norm(x)
+        if self.input_clip is not None:
+            x = x.clamp(-self.input_clip, self.input_clip)
         rew = self.mlp(x.reshape(groups, -1, x.shape[-1]))
         if self.potential is not None:
-            states = torch.stack([state, next_state]).reshape(2, groups, -1, state.shape[-1])
-            phi = self.potential(states.transpose(0, 1).reshape(groups, -1, state.shape[-1]))
+            states = torch.stack([state, next_state])
+            if self.state_norm is not None:
+                states = self.state_norm(states)
+                if self.input_clip is not None:
+                    states = states.clamp(-self.input_clip, self.input_clip)
+            states = states.reshape(2, groups, -1, state.shape[-1]).transpose(0, 1)
+            phi = self.potential(states.reshape(groups, -1, state.shape[-1]))
             phi, next_phi = phi.reshape(self.members, 2, -1).unbind(1)
             rew = rew + self.shaping_gamma * next_phi * (1 - done.reshape(groups, -1)) - phi
         return rew.reshape(self.members, *(lead[1:] if per_member else lead))

@@ -64,6 +64,7 @@ class RewardTrainer:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
         pairs: FragmentPairs = dataset.pairs
         inputs = pairs.tensors()
+        self.net.fit_input_norm(*inputs)
         labels = torch.as_tensor(dataset.labels)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
