@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 import hydra
+from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 
@@ -22,14 +23,27 @@ def build(node: DictConfig, **context: Any) -> Any:
 
     Parts declare what they need (``reward_net``, ``rng``, ``env``...) as constructor
     arguments; the loop offers every shared object and each part takes only its own.
+    A bad value rejected by a part's constructor becomes a :class:`ConfigError` for the node.
     """
-    target = hydra.utils.get_object(node._target_)
+    key = node._get_full_key(None) or "config"
+    try:
+        target = hydra.utils.get_object(node._target_)
+    except Exception as err:
+        raise ConfigError(f"{key}._target_", f"cannot be imported: {err}") from None
     params = inspect.signature(target).parameters
     wanted = {k: v for k, v in context.items() if k in params and k not in node}
     # Nested parts (e.g. active selection's base fragmenter) get the same context.
     wanted.update({k: build(v, **context) for k, v in node.items()
                    if isinstance(v, DictConfig) and "_target_" in v})
-    return hydra.utils.instantiate(node, **wanted)
+    try:
+        return hydra.utils.instantiate(node, **wanted)
+    except InstantiationException as err:
+        cause = err.__cause__
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        if isinstance(cause, (ValueError, TypeError)):
+            raise ConfigError(key, f"is invalid: {cause}") from None
+        raise
 
 
 def _require(cfg: DictConfig, key: str, ok: bool, problem: str) -> None:
@@ -56,6 +70,8 @@ def _fraction(cfg: DictConfig, key: str, high_open: bool = False) -> float:
 
 def validate_train(cfg: DictConfig) -> None:
     """Check the training config before anything is built or trained."""
+    if OmegaConf.is_missing(cfg.env, "id"):
+        raise ConfigError("env.id", "is required with env=gym, e.g. `env=gym env.id=Pendulum-v1`")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 0)

@@ -14,7 +14,7 @@ from rlhp.rewards import RewardNet
 
 def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: int) -> dict[str, float]:
     """Mean and std of the true return over deterministic episodes on fresh envs."""
-    venv = env.make(seed, n_envs=1)
+    venv = env.make(seed, n_envs=min(episodes, env.n_envs))
     returns, _ = evaluate_policy(algorithm, venv, n_eval_episodes=episodes, deterministic=True,
                                  return_episode_rewards=True)
     venv.close()

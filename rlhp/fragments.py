@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from rlhp.config import ConfigError
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.preferences import preference_logprobs
 from rlhp.rewards import RewardNet
@@ -43,9 +44,9 @@ class RandomFragmenter:
             log.info("dropped %d of %d trajectories shorter than fragment_length=%d",
                      len(trajectories) - len(keep), len(trajectories), fragment_length)
         if not len(keep):
-            raise ValueError(
-                f"no trajectory is at least fragment_length={fragment_length} steps long "
-                f"(longest: {lengths.max(initial=0)}); lower `fragment_length`")
+            raise ConfigError("fragment_length", 
+                f"({fragment_length}) is longer than every sampled trajectory "
+                f"(longest: {lengths.max(initial=0)} steps); lower it")
         trajs, lengths = [trajectories[i] for i in keep], lengths[keep]
         needed = 2 * num_pairs * fragment_length
         if lengths.sum() < self.warning_threshold * needed:

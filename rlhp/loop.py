@@ -7,6 +7,7 @@ answered ones into the preference dataset, train the reward model, then train th
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -22,6 +23,8 @@ from rlhp.gatherers import PreferenceGatherer, Querent
 from rlhp.preferences import PreferenceDataset
 from rlhp.schedules import apportion
 from rlhp.training import RewardTrainer
+
+log = logging.getLogger(__name__)
 
 
 class VariableHorizonError(ValueError):
@@ -66,6 +69,7 @@ class PreferenceComparisons:
         self.comparisons = comparisons
         # Cumulative step targets: whatever SB3 overshoots in one round, the next trains less.
         self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(len(comparisons)))).tolist()
+        self.total_timesteps = total_timesteps
         self.fragment_length = fragment_length
         self.transition_oversampling = transition_oversampling
         self.initial_epoch_multiplier = initial_epoch_multiplier
@@ -89,6 +93,9 @@ class PreferenceComparisons:
             for callback in callbacks:
                 callback(self, metrics)
             self.iteration += 1
+        if self.timesteps != self.total_timesteps and hasattr(self.source, "train"):
+            log.info("trained %d agent steps for total_timesteps=%d: the agent trains whole rollouts",
+                     self.timesteps, self.total_timesteps)
         return metrics
 
     def round(self) -> dict[str, float]:

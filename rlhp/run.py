@@ -15,7 +15,7 @@ from stable_baselines3.common.utils import set_random_seed
 from tqdm.auto import tqdm
 
 from rlhp.agents import random_policy, rollout
-from rlhp.config import build, validate_train
+from rlhp.config import ConfigError, build, validate_train
 from rlhp.data import save_trajectories
 from rlhp.evaluation import policy_return, reward_correlation
 from rlhp.loggers import CSVMetrics
@@ -66,6 +66,10 @@ def build_loop(cfg: DictConfig) -> PreferenceComparisons:
     rng = np.random.default_rng(cfg.seed)
     env = build(cfg.env)
     probe = env.make_single()
+    horizon = probe.spec.max_episode_steps if probe.spec else None
+    if horizon is not None and cfg.fragment_length > horizon:
+        raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
+                          f"(time limit {horizon} steps); lower it")
     reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
                        action_space=probe.action_space)
     probe.close()

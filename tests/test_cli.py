@@ -1,0 +1,110 @@
+"""The installed ``rlhp-train`` end to end, with tiny budgets (tier 4: slow, run in CI)."""
+
+import csv
+import json
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from conftest import run_cli
+from stable_baselines3 import PPO
+
+from rlhp.data import load_trajectories
+from rlhp.preferences import PreferenceDataset
+
+pytestmark = pytest.mark.slow
+
+
+def rows(run_dir):
+    with open(run_dir / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_default_run_writes_everything(train):
+    run_dir, _ = train()
+    assert (run_dir / ".hydra" / "config.yaml").exists() and (run_dir / "train.log").exists()
+    metrics = rows(run_dir)
+    assert [int(r["iteration"]) for r in metrics] == [0, 1, 2]
+    assert int(metrics[-1]["comparisons"]) == 20
+    assert int(metrics[-1]["timesteps"]) >= 2048
+    for name in ("iter_0000", "iter_0002", "final"):
+        ckpt = run_dir / "checkpoints" / name
+        agent = PPO.load(ckpt / "agent.zip", device="cpu")
+        assert agent.num_timesteps > 0
+        saved = torch.load(ckpt / "reward_net.pt", weights_only=True)
+        assert saved["config"]["members"] == 5 and "mlp.weights.0" in saved["state_dict"]
+        prefs = datasets.load_from_disk(str(ckpt / "preferences"))
+        assert set(prefs.column_names) >= {"id", "label", "obs", "acts"}
+    assert PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").labels.shape == (20,)
+    trajs = datasets.load_from_disk(str(run_dir / "trajectories"))
+    assert set(trajs.column_names) == {"obs", "acts", "rews", "terminal", "infos"}
+    episodes = load_trajectories(run_dir / "trajectories")
+    assert all(len(t) == 500 and not t.terminal for t in episodes)
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert result["episodes"] == 2 and 0 <= result["true_return_mean"] <= 500
+    assert -1 <= result["reward_correlation"] <= 1
+
+
+def test_same_seed_same_preferences_and_return(train):
+    a, _ = train("seed=3", name="a")
+    b, _ = train("seed=3", name="b")
+    c, _ = train("seed=4", name="c")
+    prefs = [datasets.load_from_disk(str(d / "checkpoints" / "final" / "preferences")) for d in (a, b, c)]
+    assert prefs[0]["label"] == prefs[1]["label"]
+    np.testing.assert_array_equal(np.asarray(prefs[0]["obs"]), np.asarray(prefs[1]["obs"]))
+    assert not np.array_equal(np.asarray(prefs[0]["obs"]), np.asarray(prefs[2]["obs"]))
+    evals = [json.loads((d / "eval.json").read_text()) for d in (a, b)]
+    assert evals[0] == evals[1]
+    drop_wall = [[{k: v for k, v in r.items() if k != "wall_s"} for r in rows(d)] for d in (a, b)]
+    assert drop_wall[0] == drop_wall[1]
+
+
+@pytest.mark.parametrize("overrides", [
+    ["env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100", "reward_net=basic",
+     "query_schedule=constant", "reward_net.use_action=true"],
+    ["agent=a2c", "fragmenter=active", "fragmenter.uncertainty_on=probability",
+     "query_schedule=inverse_quadratic", "reward_trainer.minibatch_size=8", "reward_net.shaping_gamma=0.99"],
+    ["agent=dqn", "agent.learning_starts=100", "fragmenter=active", "fragmenter.uncertainty_on=label",
+     "trajectories.exploration_frac=0.5", "reward_trainer.val_split=0.2", "reward_trainer.weight_decay_adapt=2"],
+], ids=["pendulum-sac-basic-constant", "a2c-active-probability", "dqn-active-label-explore"])
+def test_every_option_runs(train, overrides):
+    run_dir, _ = train(*overrides)
+    assert len(rows(run_dir)) == 3 and (run_dir / "eval.json").exists()
+    assert (run_dir / "checkpoints" / "final" / "agent.zip").exists()
+
+
+def test_wandb_offline_run_lands_in_the_run_folder(train):
+    run_dir, _ = train("logger=wandb", "logger.mode=offline")
+    runs = list((run_dir / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].glob("*.wandb"))
+
+
+def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
+    run_cli("rlhp-train", "-m", "debug=fast", "logger=none", "seed=0,1", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            cwd=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["0", "1"]
+    assert all((tmp_path / "sweep" / d / "eval.json").exists() for d in ("0", "1"))
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["agent=foo"], "Could not find 'agent/foo'"),
+    (["total_timesteps=abc"], "config key `total_timesteps` must be an integer, got 'abc'"),
+    (["total_comparisons=-5"], "config key `total_comparisons` must be at least 0, got -5"),
+    (["reward_trainer.batch_size=30", "reward_trainer.minibatch_size=8"],
+     "config key `reward_trainer.batch_size` (30) must be a multiple of reward_trainer.minibatch_size (8)"),
+    (["fragment_length=600"], "config key `fragment_length` (600) is longer than any episode"),
+    (["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
+     "config key `fragmenter.uncertainty_on` must be one of logit, probability, label, got 'entropy'"),
+    (["fragmenter=active", "reward_net=basic"], "config key `reward_net.members` must be at least 2"),
+    (["env=gym"], "config key `env.id` is required with env=gym"),
+    (["env=gym", "env.id=NoSuchEnv-v0"], "config key `env.id` 'NoSuchEnv-v0' is not a registered gymnasium id"),
+    (["agent=sac"], "config key `trajectories` cannot train on env"),
+    (["env=gym", "env.id=CartPole-v1"], "episodes ended by termination at different lengths"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_bad_config_fails_with_a_message_naming_the_key(train, overrides, message):
+    run_dir, proc = train(*overrides, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (run_dir / "checkpoints").exists()

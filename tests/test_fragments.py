@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+import torch
+from helpers import spaces, trajectory
+
+from rlhp.fragments import ActiveSelectionFragmenter, RandomFragmenter
+from rlhp.preferences import preference_logprobs
+from rlhp.rewards import RewardNet
+
+
+def test_random_fragments_are_true_slices_of_their_trajectories():
+    trajs = [trajectory(30, offset=1000 * i, terminal=True) for i in range(4)]
+    pairs = RandomFragmenter(np.random.default_rng(0))(trajs, 10, 25)
+    assert pairs.obs.shape == (25, 2, 10, 1) and pairs.acts.shape == (25, 2, 10)
+    first = pairs.obs[..., 0, 0]  # offset + start of each fragment
+    which, start = (first // 1000).astype(int), (first % 1000).astype(int)
+    steps = start[..., None] + np.arange(10)
+    np.testing.assert_array_equal(pairs.obs[..., 0], 1000 * which[..., None] + steps)
+    np.testing.assert_array_equal(pairs.next_obs[..., 0], pairs.obs[..., 0] + 1)
+    np.testing.assert_array_equal(pairs.rews, pairs.obs[..., 0])
+    np.testing.assert_array_equal(pairs.acts, steps % 2)
+    # terminal only where the fragment reaches the end of its (terminal) trajectory
+    np.testing.assert_array_equal(pairs.dones, steps == 29)
+
+
+def test_short_trajectories_dropped_and_error_when_none_fit(caplog):
+    trajs = [trajectory(5), trajectory(20, offset=100)]
+    with caplog.at_level("INFO"):
+        pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 10, 8)
+    assert (pairs.obs >= 100).all() and "dropped 1 of 2" in caplog.text
+    with pytest.raises(ValueError, match="`fragment_length` .50. is longer than every sampled trajectory"):
+        RandomFragmenter(np.random.default_rng(0))(trajs, 50, 2)
+
+
+def test_warns_when_fragments_would_overlap(caplog):
+    RandomFragmenter(np.random.default_rng(0))([trajectory(40)], 10, 5)
+    assert "will overlap" in caplog.text
+
+
+@pytest.mark.parametrize("uncertainty_on", ["logit", "probability", "label"])
+def test_active_selection_keeps_the_most_disputed_pairs(uncertainty_on):
+    net = RewardNet(*spaces(1), members=4, input_clip=None)
+    base = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)
+    active = ActiveSelectionFragmenter(base, net, fragment_sample_factor=5, uncertainty_on=uncertainty_on)
+    trajs = [trajectory(60, offset=i) for i in range(6)]
+    candidates = RandomFragmenter(np.random.default_rng(1), warning_threshold=0)(trajs, 8, 50)
+    # Reference scores, one pair at a time.
+    scores = []
+    for i in range(len(candidates)):
+        with torch.no_grad():
+            returns = net(*candidates[i:i + 1].tensors())[:, 0].sum(-1)  # (members, 2)
+        diff = returns[:, 0] - returns[:, 1]
+        prob = preference_logprobs(returns)[0].exp()
+        votes = (prob > 0.5).float().mean()
+        scores.append({"logit": diff.var(), "probability": prob.var(), "label": votes * (1 - votes)}[uncertainty_on])
+    np.testing.assert_allclose(active.disagreement(candidates), torch.stack(scores).numpy(), rtol=1e-5, atol=1e-7)
+    active.base = lambda *_: candidates
+    chosen = active(trajs, 8, 10)
+    top = np.sort(torch.stack(scores).numpy())[::-1][:10]
+    np.testing.assert_allclose(np.sort(active.disagreement(chosen))[::-1], top, rtol=1e-5, atol=1e-7)
+
+
+def test_active_selection_refuses_single_net_and_bad_measure():
+    base = RandomFragmenter(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="ensemble"):
+        ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=1))
+    with pytest.raises(ValueError, match="uncertainty_on"):
+        ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=2), uncertainty_on="entropy")

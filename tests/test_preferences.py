@@ -1,0 +1,61 @@
+import math
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from helpers import random_pairs
+
+from rlhp.preferences import PreferenceDataset, discounted_returns, preference_logprobs
+
+
+def sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def test_probabilities_match_hand_computation():
+    returns = torch.tensor([[3.0, 1.0], [0.0, 2.5], [100.0, 0.0]], dtype=torch.float64)
+    first, second = preference_logprobs(returns, noise_prob=0.1, threshold=50)
+    expected = [0.05 + 0.9 * sigmoid(2.0), 0.05 + 0.9 * sigmoid(-2.5), 0.05 + 0.9 * sigmoid(50.0)]
+    np.testing.assert_allclose(first.exp().numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose((first.exp() + second.exp()).numpy(), 1.0, rtol=1e-12)
+
+
+def test_clipping_keeps_log_probabilities_finite():
+    first, second = preference_logprobs(torch.tensor([[1e6, -1e6]]), threshold=50)
+    assert torch.isfinite(first).all() and torch.isfinite(second).all()
+    assert second.item() == pytest.approx(math.log(sigmoid(-50)), rel=1e-5)
+
+
+def test_discounted_returns():
+    rews = torch.tensor([[1.0, 1.0, 1.0]])
+    assert discounted_returns(rews, 0.5).item() == pytest.approx(1 + 0.5 + 0.25)
+    assert discounted_returns(rews).item() == 3.0
+
+
+def test_dataset_fifo_eviction_and_label_checks():
+    ds = PreferenceDataset(max_size=5)
+    pairs = random_pairs(4)
+    ds.push(pairs, np.array([1, 0, 0.5, 1], np.float32), np.arange(4))
+    ds.push(pairs[:3], np.array([0, 0, 1], np.float32), np.arange(4, 7))
+    assert len(ds) == 5 and ds.ids.tolist() == [2, 3, 4, 5, 6]
+    np.testing.assert_array_equal(ds.pairs.obs[0], pairs.obs[2])
+    with pytest.raises(ValueError, match="float32"):
+        ds.push(pairs, np.array([1, 0, 1, 1]), np.arange(4))
+    with pytest.raises(ValueError, match=r"shape \(4,\)"):
+        ds.push(pairs, np.ones((4, 1), np.float32), np.arange(4))
+
+
+def test_dataset_saves_as_arrow_readable_without_rlhp(tmp_path):
+    ds = PreferenceDataset()
+    pairs = random_pairs(6, length=4)
+    labels = np.array([1, 0, 0.5, 1, 0, 1], np.float32)
+    ds.push(pairs, labels, np.arange(10, 16))
+    ds.save(tmp_path / "prefs")
+    plain = datasets.load_from_disk(str(tmp_path / "prefs"))
+    assert plain.num_rows == 6 and plain[2]["label"] == 0.5
+    assert np.asarray(plain[0]["obs"]).shape == (2, 4, 3)
+    back = PreferenceDataset.load(tmp_path / "prefs")
+    np.testing.assert_array_equal(back.labels, labels)
+    np.testing.assert_array_equal(back.pairs.obs, pairs.obs)
+    assert back.pairs.acts.dtype == pairs.acts.dtype and back.ids.tolist() == list(range(10, 16))

@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlhp.schedules import Constant, Hyperbolic, InverseQuadratic, apportion, comparison_schedule
+
+
+def test_apportion_largest_remainder_by_hand():
+    # 10 * [1, 1, 1] / 3 = 3.33 each: floors 3, 3, 3 and the one leftover goes to the first.
+    assert apportion(10, np.array([1.0, 1.0, 1.0])).tolist() == [4, 3, 3]
+    # exact shares 1.5, 2.5, 6.0 (sum 10): floors 1, 2, 6 leave 1; remainders .5/.5 -> first wins
+    assert apportion(10, np.array([1.5, 2.5, 6.0])).tolist() == [2, 2, 6]
+
+
+@given(st.integers(0, 10_000), st.lists(st.floats(0.01, 100), min_size=1, max_size=50))
+def test_apportion_sums_exactly_and_stays_close(total, weights):
+    shares = apportion(total, np.array(weights))
+    exact = total * np.array(weights) / np.sum(weights)
+    assert shares.sum() == total
+    assert np.all(np.abs(shares - exact) < 1)
+
+
+def test_hyperbolic_schedule_by_hand():
+    # 100 comparisons, 10% initial; 3 iterations at t = 0, .5, 1: f = 1, 2/3, 1/2 (sum 13/6)
+    # 90 * (6/13, 4/13, 3/13) = 41.54, 27.69, 20.77 -> floors 41, 27, 20 (88); +1 to .77 and .69
+    assert comparison_schedule(100, 0.1, 3, Hyperbolic()) == [10, 41, 28, 21]
+
+
+def test_constant_and_inverse_quadratic():
+    assert comparison_schedule(50, 0.0, 5, Constant()) == [0, 10, 10, 10, 10, 10]
+    # t = 0, 1: f = 1, 1/2 -> 20 * (2/3, 1/3) = 13.33, 6.67 -> 13 + 1 to the larger remainder
+    assert comparison_schedule(20, 0.0, 2, InverseQuadratic()) == [0, 13, 7]
+
+
+@pytest.mark.parametrize("schedule", [Constant(), Hyperbolic(), InverseQuadratic()])
+def test_schedules_total(schedule):
+    plan = comparison_schedule(500, 0.3, 20, schedule)
+    assert len(plan) == 21 and sum(plan) == 500 and plan[0] == 150
