@@ -1,0 +1,1 @@
+"""rlhp: reinforcement learning from human preferences, configured with Hydra."""

@@ -44,7 +44,7 @@ class RandomFragmenter:
             log.info("dropped %d of %d trajectories shorter than fragment_length=%d",
                      len(trajectories) - len(keep), len(trajectories), fragment_length)
         if not len(keep):
-            raise ConfigError("fragment_length", 
+            raise ConfigError("fragment_length",
                 f"({fragment_length}) is longer than every sampled trajectory "
                 f"(longest: {lengths.max(initial=0)} steps); lower it")
         trajs, lengths = [trajectories[i] for i in keep], lengths[keep]

@@ -6,12 +6,13 @@ answered ones into the preference dataset, train the reward model, then train th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -41,6 +42,19 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: set[int]) -> No
             "length says how well the agent did, and any positive learned reward 'solves' the "
             "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
             "or set allow_variable_horizon=true if you know the risks.")
+
+
+class _PhaseClock:
+    """``with clock("name"):`` adds the block's seconds to ``metrics["time_name_s"]``."""
+
+    def __init__(self, metrics: dict[str, float]) -> None:
+        self.metrics = metrics
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.metrics[f"time_{name}_s"] = time.perf_counter() - start
 
 
 class PreferenceComparisons:
@@ -103,15 +117,19 @@ class PreferenceComparisons:
         start = time.perf_counter()
         k, n = self.iteration, self.comparisons[self.iteration]
         metrics: dict[str, float] = {"iteration": k}
+        clock = _PhaseClock(metrics)
         if n > 0:
             steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
-            trajectories = self.source.sample(steps)
+            with clock("sample"):
+                trajectories = self.source.sample(steps)
             if not self.allow_variable_horizon:
                 check_fixed_horizon(trajectories, self.terminal_lengths)
             self.trajectories += trajectories
-            pairs = self.fragmenter(trajectories, self.fragment_length, n)
+            with clock("fragment"):
+                pairs = self.fragmenter(trajectories, self.fragment_length, n)
             self.gatherer.add(pairs, self.querent(pairs))
-        answered, labels, ids = self.gatherer()
+        with clock("gather"):
+            answered, labels, ids = self.gatherer()
         if answered is not None:
             self.dataset.push(answered, labels, ids)
         metrics["comparisons"] = len(self.dataset)
@@ -119,11 +137,13 @@ class PreferenceComparisons:
             metrics["label_entropy"] = self.gatherer.last_entropy
         if len(self.dataset):
             multiplier = self.initial_epoch_multiplier if k == 0 else 1.0
-            metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
+            with clock("reward_training"):
+                metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
         if hasattr(self.source, "train"):
             wanted = self.timestep_targets[k] - self.timesteps
             if wanted > 0:
-                self.timesteps += self.source.train(wanted)
+                with clock("agent_training"):
+                    self.timesteps += self.source.train(wanted)
             returns = self.source.last_returns
             if len(returns):
                 metrics.update(true_return_mean=float(returns.mean()), true_return_std=float(returns.std()))

@@ -55,9 +55,10 @@ class RunningNorm(nn.Module):
             n, mean, var = len(flat), flat.mean(0), flat.var(0, unbiased=False)
             total = self.count + n
             delta = mean - self.mean
+            # In place, so the buffers stay ordinary tensors even when updated under inference mode.
+            self.var.copy_((self.var * self.count + var * n + delta**2 * self.count * n / total) / total)
             self.mean += delta * n / total
-            self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
-            self.count = total
+            self.count.copy_(total)
         return (x - self.mean) / torch.sqrt(self.var + self.eps)
 
     def reset(self) -> None:
@@ -126,11 +127,16 @@ class RewardNet(nn.Module):
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Flat (N, F) features for the reward MLP, and flat states, next states and dones."""
         lead = tuple(dones.shape)
-        state = self._flat(obs, self.observation_space, lead)
-        next_state = self._flat(next_obs, self.observation_space, lead)
+        use_state, use_action, use_next_state, use_done = self.use
+        shaping = self.potential is not None
+        # Only what is used is preprocessed: this runs on every env step of the agent.
+        state = self._flat(obs, self.observation_space, lead) if use_state or shaping else None
+        next_state = self._flat(next_obs, self.observation_space, lead) if use_next_state or shaping else None
         done = dones.reshape(-1, 1).float()
-        parts = [state, self._flat(acts, self.action_space, lead), next_state, done]
-        return torch.cat([p for p, used in zip(parts, self.use) if used], dim=-1), state, next_state, done
+        parts = [state if use_state else None, self._flat(acts, self.action_space, lead) if use_action else None,
+                 next_state if use_next_state else None, done if use_done else None]
+        x = torch.cat([p for p in parts if p is not None], dim=-1)
+        return x, state, next_state, done
 
     @torch.no_grad()
     def fit_input_norm(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor,
@@ -172,7 +178,7 @@ class RewardNet(nn.Module):
             rew = rew + self.shaping_gamma * next_phi * (1 - done.reshape(groups, -1)) - phi
         return rew.reshape(self.members, *(lead[1:] if per_member else lead))
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
                      update_stats: bool = True) -> np.ndarray:
         """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""

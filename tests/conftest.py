@@ -19,7 +19,8 @@ def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subproc
     proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=600)
     if check and proc.returncode != 0:
-        pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n"
+                    f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
 
 

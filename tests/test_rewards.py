@@ -1,7 +1,7 @@
 import torch
 from helpers import random_pairs, spaces
 
-from rlhp.rewards import RewardNet
+from rlhp.rewards import RewardNet, RunningNorm
 
 
 def per_member_reference(net: RewardNet, x: torch.Tensor, m: int) -> torch.Tensor:
@@ -56,3 +56,13 @@ def test_agent_reward_adds_std_bonus():
     expected = rew.mean(0) + 2.0 * rew.std(0)
     got = net.agent_reward(pairs.obs, pairs.acts, pairs.next_obs, pairs.dones)
     torch.testing.assert_close(torch.as_tensor(got), expected)
+
+
+def test_running_norm_matches_whole_batch_statistics():
+    norm, x = RunningNorm((3,)), torch.randn(1000, 3) * torch.tensor([1.0, 5.0, 0.1]) + 2
+    for chunk in x.split(77):
+        with torch.inference_mode():
+            norm(chunk, update=True)
+    torch.testing.assert_close(norm.mean, x.mean(0))
+    torch.testing.assert_close(norm.var, x.var(0, unbiased=False))
+    torch.testing.assert_close(norm(x), (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-5))

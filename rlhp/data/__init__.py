@@ -1,8 +1,8 @@
 """Trajectories and their storage as Hugging Face datasets."""
 
+from rlhp.data.hf import dataset_to_trajectories, load_trajectories, save_trajectories, trajectories_to_dataset
 from rlhp.data.pairs import FragmentPairs
 from rlhp.data.trajectory import Trajectory, TrajectoryRecorder
-from rlhp.data.hf import load_trajectories, save_trajectories, trajectories_to_dataset, dataset_to_trajectories
 
 __all__ = [
     "FragmentPairs",

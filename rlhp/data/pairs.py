@@ -33,7 +33,8 @@ class FragmentPairs:
     @staticmethod
     def concat(batches: list[FragmentPairs]) -> FragmentPairs:
         """Stack batches along the pair axis."""
-        return FragmentPairs(**{f.name: np.concatenate([getattr(b, f.name) for b in batches]) for f in fields(FragmentPairs)})
+        names = [f.name for f in fields(FragmentPairs)]
+        return FragmentPairs(**{n: np.concatenate([getattr(b, n) for b in batches]) for n in names})
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         """(obs, acts, next_obs, dones) as tensors, the reward net's inputs."""

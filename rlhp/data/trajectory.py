@@ -60,7 +60,7 @@ class TrajectoryRecorder:
         self._obs.append(obs)
         self._acts.append(acts)
         self._rews.append(np.asarray(rews, dtype=np.float32))
-        self._infos.append([{k: v for k, v in i.items() if k != "terminal_observation"} for i in infos])
+        self._infos.append(infos)
         now = self._offset + len(self._acts)
         ended = []
         done_envs = np.flatnonzero(dones)
@@ -76,7 +76,7 @@ class TrajectoryRecorder:
                 acts=acts_block[lo - first:, env].copy(),
                 rews=rews_block[lo - first:, env].copy(),
                 terminal=not infos[env].get("TimeLimit.truncated", False),
-                infos=[step[env] for step in self._infos[lo:]],
+                infos=[_without_terminal_obs(step[env]) for step in self._infos[lo:]],
             ))
             self._start[env] = now
         if len(ended):
@@ -94,3 +94,8 @@ class TrajectoryRecorder:
         """Return and forget the finished episodes, oldest first."""
         out, self.finished = self.finished, []
         return out
+
+
+def _without_terminal_obs(info: dict) -> dict:
+    """The step's info minus the VecEnv's copy of the final observation (it is in ``obs``)."""
+    return {k: v for k, v in info.items() if k != "terminal_observation"} if "terminal_observation" in info else info
