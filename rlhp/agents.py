@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlhp.config import ConfigError
@@ -121,8 +122,20 @@ class AgentTrainer:
         """Env steps trained so far."""
         return self.algorithm.num_timesteps
 
+    @property
+    def rollout_steps(self) -> int:
+        """Env steps SB3 collects between updates: it only ever trains whole multiples of this."""
+        algo = self.algorithm
+        if hasattr(algo, "n_steps"):
+            return algo.n_steps * algo.n_envs
+        freq = algo.train_freq
+        return (freq.frequency if freq.unit == TrainFrequencyUnit.STEP else 1) * algo.n_envs
+
     def train(self, steps: int) -> int:
-        """Train for at least ``steps`` env steps (SB3 rounds up to whole rollouts); return the count."""
+        """Train the whole rollouts that fit in ``steps`` env steps; return the steps trained."""
+        steps -= steps % self.rollout_steps
+        if steps <= 0:
+            return 0
         before, finished = self.num_timesteps, len(self.recorder.finished)
         self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
         self.last_returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])

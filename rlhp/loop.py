@@ -32,12 +32,16 @@ class VariableHorizonError(ValueError):
     """Terminal episodes of different lengths: their length would leak the reward."""
 
 
-def check_fixed_horizon(trajectories: list[Trajectory], lengths: set[int]) -> None:
-    """Add the terminal episodes' lengths to ``lengths``; raise if more than one is seen."""
-    lengths.update(len(t) for t in trajectories if t.terminal)
-    if len(lengths) > 1:
+def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
+    """Record episode lengths (-> whether one ended by termination); raise if a terminated
+    episode's length differs from another episode's."""
+    for t in trajectories:
+        lengths[len(t)] = lengths.get(len(t), False) or t.terminal
+    if len(lengths) > 1 and any(lengths.values()):
+        ended = sorted(n for n, terminal in lengths.items() if terminal)
         raise VariableHorizonError(
-            f"episodes ended by termination at different lengths ({sorted(lengths)[:5]}...). "
+            f"episodes ended by termination at different lengths (terminated at {ended[:5]}, "
+            f"all lengths seen {sorted(lengths)[:5]}). "
             "When the episode length depends on the policy, it leaks the reward: a fragment's "
             "length says how well the agent did, and any positive learned reward 'solves' the "
             "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
@@ -81,7 +85,7 @@ class PreferenceComparisons:
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer = dataset, reward_trainer
         self.comparisons = comparisons
-        # Cumulative step targets: whatever SB3 overshoots in one round, the next trains less.
+        # Cumulative step targets: what one round could not fit in whole rollouts, the next trains.
         self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(len(comparisons)))).tolist()
         self.total_timesteps = total_timesteps
         self.fragment_length = fragment_length
@@ -90,7 +94,7 @@ class PreferenceComparisons:
         self.allow_variable_horizon = allow_variable_horizon
         self.iteration = 0
         self.timesteps = 0
-        self.terminal_lengths: set[int] = set()
+        self.episode_lengths: dict[int, bool] = {}
         self.trajectories: list[Trajectory] = []
         self.wall_s = 0.0
 
@@ -108,7 +112,8 @@ class PreferenceComparisons:
                 callback(self, metrics)
             self.iteration += 1
         if self.timesteps != self.total_timesteps and hasattr(self.source, "train"):
-            log.info("trained %d agent steps for total_timesteps=%d: the agent trains whole rollouts",
+            log.info("trained %d agent steps of total_timesteps=%d: the agent trains whole rollouts "
+                     "(make total_timesteps a multiple of the rollout size to train it exactly)",
                      self.timesteps, self.total_timesteps)
         return metrics
 
@@ -123,7 +128,7 @@ class PreferenceComparisons:
             with clock("sample"):
                 trajectories = self.source.sample(steps)
             if not self.allow_variable_horizon:
-                check_fixed_horizon(trajectories, self.terminal_lengths)
+                check_fixed_horizon(trajectories, self.episode_lengths)
             self.trajectories += trajectories
             with clock("fragment"):
                 pairs = self.fragmenter(trajectories, self.fragment_length, n)
@@ -166,7 +171,7 @@ class PreferenceComparisons:
             self.dataset.save(path / "preferences")
         state = {
             "iteration": self.iteration, "timesteps": self.timesteps, "comparisons": self.comparisons,
-            "timestep_targets": self.timestep_targets, "terminal_lengths": sorted(self.terminal_lengths),
+            "timestep_targets": self.timestep_targets, "episode_lengths": self.episode_lengths,
             "next_query_id": self.querent.next_id, "wall_s": self.wall_s,
             "rng": self.reward_trainer.rng.bit_generator.state,
         }

@@ -27,7 +27,7 @@ def test_default_run_writes_everything(train):
     metrics = rows(run_dir)
     assert [int(r["iteration"]) for r in metrics] == [0, 1, 2]
     assert int(metrics[-1]["comparisons"]) == 20
-    assert int(metrics[-1]["timesteps"]) >= 2048
+    assert int(metrics[-1]["timesteps"]) == 2048  # debug: 2 envs x 128 steps divide it exactly
     for name in ("iter_0000", "iter_0002", "final"):
         ckpt = run_dir / "checkpoints" / name
         agent = PPO.load(ckpt / "agent.zip", device="cpu")
@@ -61,7 +61,8 @@ def test_same_seed_same_preferences_and_return(train):
 
 
 @pytest.mark.parametrize("overrides", [
-    ["env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100", "reward_net=basic",
+    ["env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100", "agent.batch_size=32",
+     "reward_net=basic",
      "query_schedule=constant", "reward_net.use_action=true"],
     ["agent=a2c", "fragmenter=active", "fragmenter.uncertainty_on=probability",
      "query_schedule=inverse_quadratic", "reward_trainer.minibatch_size=8", "reward_net.shaping_gamma=0.99"],
@@ -99,8 +100,12 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
     (["fragmenter=active", "reward_net=basic"], "config key `reward_net.members` must be at least 2"),
     (["env=gym"], "config key `env.id` is required with env=gym"),
     (["env=gym", "env.id=NoSuchEnv-v0"], "config key `env.id` 'NoSuchEnv-v0' is not a registered gymnasium id"),
-    (["agent=sac"], "config key `trajectories` cannot train on env"),
+    (["agent=sac"], "config key `agent` cannot train on env 'rlhp/CartPole-FixedHorizon-v0'"),
     (["env=gym", "env.id=CartPole-v1"], "episodes ended by termination at different lengths"),
+    # A random Acrobot swings up within its 500-step limit in 1 of ~40 episodes; a longer limit
+    # makes every episode end by termination, at lengths that differ.
+    (["env=gym", "env.id=Acrobot-v1", "env.max_episode_steps=20000", "total_comparisons=100",
+      "initial_comparison_frac=1.0"], "episodes ended by termination at different lengths"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_bad_config_fails_with_a_message_naming_the_key(train, overrides, message):
     run_dir, proc = train(*overrides, check=False)
