@@ -48,15 +48,23 @@ class ProgressBar:
 
 
 class Checkpointer:
-    """Saves the loop's state to ``checkpoints/iter_XXXX`` every ``every`` rounds."""
+    """Saves the loop's state to ``checkpoints/iter_XXXX`` every ``every`` rounds (0: never),
+    and the trajectories sampled so far to ``trajectories/``, so a crash loses at most a round."""
 
-    def __init__(self, run_dir: Path, every: int, reward_net_config: dict) -> None:
+    def __init__(self, run_dir: Path, every: int, reward_net_config: dict, env_id: str) -> None:
         self.run_dir, self.every, self.reward_net_config = run_dir, every, reward_net_config
+        self.metadata = {"env_id": env_id, "source": "rlhp-train"}
 
     def __call__(self, loop: PreferenceComparisons, metrics: dict[str, float]) -> None:
         """Save when due, and always after the last round."""
         if self.every and (loop.iteration % self.every == 0 or loop.iteration == loop.num_rounds - 1):
-            loop.save(self.run_dir / "checkpoints" / f"iter_{loop.iteration:04d}", self.reward_net_config)
+            self.save(loop, f"iter_{loop.iteration:04d}")
+
+    def save(self, loop: PreferenceComparisons, name: str) -> None:
+        """Write ``checkpoints/<name>`` and the trajectories."""
+        loop.save(self.run_dir / "checkpoints" / name, self.reward_net_config)
+        if loop.trajectories:
+            save_trajectories(loop.trajectories, self.run_dir / "trajectories", metadata=self.metadata)
 
 
 def build_loop(cfg: DictConfig) -> PreferenceComparisons:
@@ -120,15 +128,12 @@ def train(cfg: DictConfig) -> float:
     logger = build(cfg.logger)
     logger.start(cfg, run_dir)
     bar = ProgressBar(loop.num_rounds)
-    net_cfg = OmegaConf.to_container(cfg.reward_net, resolve=True)
+    checkpointer = Checkpointer(run_dir, cfg.checkpoint_every, OmegaConf.to_container(cfg.reward_net, resolve=True),
+                                cfg.env.id)
     try:
-        loop.run([CSVMetrics(run_dir / "metrics.csv"), logger, bar,
-                  Checkpointer(run_dir, cfg.checkpoint_every, net_cfg)])
+        loop.run([CSVMetrics(run_dir / "metrics.csv"), logger, bar, checkpointer])
         bar.close()
-        loop.save(run_dir / "checkpoints" / "final", net_cfg)
-        if loop.trajectories:
-            save_trajectories(loop.trajectories, run_dir / "trajectories",
-                              metadata={"env_id": cfg.env.id, "source": "rlhp-train"})
+        checkpointer.save(loop, "final")
         result = evaluate(loop, cfg)
         (run_dir / "eval.json").write_text(json.dumps(result, indent=2))
         log.info("evaluation: %s", result)
