@@ -47,7 +47,7 @@ class RewardTrainer:
         self.epochs, self.val_split = epochs, val_split
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
-        self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+        self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
     def losses(self, returns: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-pair cross-entropy and correctness for returns (..., 2) and labels (...)."""

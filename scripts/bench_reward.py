@@ -60,7 +60,7 @@ def vectorised_train(members: int) -> float:
 
 
 def vectorised_forward(members: int) -> float:
-    """Pairs per second of the reward of whole minibatches, no gradient."""
+    """Pairs per second of the returns of whole minibatches, no gradient."""
     ds, _ = cartpole_pairs()
     net, inputs = make_net(members), ds.pairs.tensors()
 
