@@ -53,7 +53,7 @@ class Checkpointer:
 
     def __init__(self, run_dir: Path, every: int, reward_net_config: dict, env_id: str) -> None:
         self.run_dir, self.every, self.reward_net_config = run_dir, every, reward_net_config
-        self.metadata = {"env_id": env_id, "source": "rlhp-train"}
+        self.metadata = {"env_id": env_id, "policy": {"name": "rlhp-train agent", "source": str(run_dir)}}
 
     def __call__(self, loop: PreferenceComparisons, metrics: dict[str, float]) -> None:
         """Save when due, and always after the last round."""
@@ -64,7 +64,9 @@ class Checkpointer:
         """Write ``checkpoints/<name>`` and the trajectories."""
         loop.save(self.run_dir / "checkpoints" / name, self.reward_net_config)
         if loop.trajectories:
-            save_trajectories(loop.trajectories, self.run_dir / "trajectories", metadata=self.metadata)
+            save_trajectories(loop.trajectories, self.run_dir / "trajectories", metadata=self.metadata,
+                              observation_space=loop.reward_trainer.net.observation_space,
+                              action_space=loop.reward_trainer.net.action_space)
 
 
 def build_loop(cfg: DictConfig) -> PreferenceComparisons:

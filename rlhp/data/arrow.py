@@ -34,13 +34,14 @@ def _values(col: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, list[int]]:
     return col, shape
 
 
-def from_fixed(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str) -> np.ndarray:
-    """Inverse of :func:`to_fixed`."""
+def from_fixed(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str | None = None) -> np.ndarray:
+    """Inverse of :func:`to_fixed`; the dtype is Arrow's own unless ``dtype`` is given."""
     values, shape = _values(col)
-    return values.to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(-1, *shape)
+    arr = values.to_numpy(zero_copy_only=False)
+    return (arr if dtype is None else arr.astype(dtype, copy=False)).reshape(-1, *shape)
 
 
-def from_ragged(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str) -> list[np.ndarray]:
+def from_ragged(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str | None = None) -> list[np.ndarray]:
     """Inverse of :func:`to_ragged`."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()

@@ -1,58 +1,111 @@
-"""Trajectories <-> Hugging Face ``datasets.Dataset``: one row per episode, columns built whole."""
+"""Trajectories <-> Hugging Face ``datasets.Dataset``: one row per episode, columns built whole.
+
+Observations and actions may be arrays of any shape and dtype, or dicts and tuples of them
+(Dict and Tuple spaces): each leaf becomes an Arrow list column (nested in a struct), so
+dtypes and shapes come back exactly. The spaces and summary statistics travel in the
+dataset's metadata.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import datasets
+import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 
 from rlhp.data.arrow import from_ragged, to_ragged
-from rlhp.data.trajectory import Trajectory
+from rlhp.data.spaces import space_from_json, space_to_json
+from rlhp.data.trajectory import Nested, Trajectory
 
-_DTYPES_KEY = "rlhp"
+_META_KEY = "rlhp"
 
 
-def trajectories_to_dataset(trajectories: list[Trajectory], metadata: dict | None = None) -> datasets.Dataset:
-    """Columns obs, acts, rews, terminal, infos (JSON per step); dtypes kept in the metadata."""
+def _encode(per_episode: list[Nested]) -> pa.Array:
+    first = per_episode[0]
+    if isinstance(first, (dict, tuple)):
+        keys = list(first) if isinstance(first, dict) else list(range(len(first)))
+        children = [_encode([e[k] for e in per_episode]) for k in keys]
+        return pa.StructArray.from_arrays(children, names=[str(k) for k in keys])
+    return to_ragged([np.asarray(e) for e in per_episode])
+
+
+def _decode(col: pa.Array | pa.ChunkedArray, space: gym.Space | None) -> list[Nested]:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not pa.types.is_struct(col.type):
+        return from_ragged(col)
+    names = [col.type.field(i).name for i in range(col.type.num_fields)]
+    subspaces = (space.spaces if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)) else {})
+    children = {n: _decode(col.field(n), subspaces[int(n) if isinstance(space, gym.spaces.Tuple) else n]
+                           if subspaces else None) for n in names}
+    rows = [dict(zip(names, values)) for values in zip(*children.values())]
+    if isinstance(space, gym.spaces.Tuple):
+        return [tuple(row[str(i)] for i in range(len(names))) for row in rows]
+    return rows
+
+
+def summary(trajectories: list[Trajectory]) -> dict[str, float]:
+    """Episodes, steps and return statistics, as stored in a dataset's metadata."""
+    returns = np.array([float(t.rews.sum()) for t in trajectories])
+    return {"episodes": len(trajectories), "steps": int(sum(len(t) for t in trajectories)),
+            "return_mean": float(returns.mean()), "return_std": float(returns.std()),
+            "return_min": float(returns.min()), "return_max": float(returns.max())}
+
+
+def trajectories_to_dataset(trajectories: list[Trajectory], observation_space: gym.Space | None = None,
+                            action_space: gym.Space | None = None, metadata: dict | None = None
+                            ) -> datasets.Dataset:
+    """Columns obs, acts, rews, terminal, infos (JSON per episode); spaces and stats in the info."""
     if not trajectories:
         raise ValueError("no trajectories to convert")
-    first = trajectories[0]
     table = pa.table({
-        "obs": to_ragged([t.obs for t in trajectories]),
-        "acts": to_ragged([t.acts for t in trajectories]),
+        "obs": _encode([t.obs for t in trajectories]),
+        "acts": _encode([t.acts for t in trajectories]),
         "rews": to_ragged([t.rews for t in trajectories]),
         "terminal": pa.array([t.terminal for t in trajectories]),
         "infos": pa.array([json.dumps(t.infos, default=_jsonable) for t in trajectories]),
     })
-    meta = {"dtypes": {"obs": first.obs.dtype.str, "acts": first.acts.dtype.str, "rews": first.rews.dtype.str}}
-    meta.update(metadata or {})
-    info = datasets.DatasetInfo(description=json.dumps({_DTYPES_KEY: meta}))
-    return datasets.Dataset(table, info=info)
+    meta: dict[str, Any] = {**(metadata or {}), "summary": summary(trajectories)}
+    for key, space in (("observation_space", observation_space), ("action_space", action_space)):
+        if space is not None:
+            meta[key] = space_to_json(space)
+    return datasets.Dataset(table, info=datasets.DatasetInfo(description=json.dumps({_META_KEY: meta})))
+
+
+def dataset_metadata(ds: datasets.Dataset) -> dict[str, Any]:
+    """What rlhp stored about a dataset (spaces, env, policy, summary); {} for foreign datasets."""
+    try:
+        return json.loads(ds.info.description or "{}").get(_META_KEY, {})
+    except json.JSONDecodeError:
+        return {}
 
 
 def dataset_to_trajectories(ds: datasets.Dataset) -> list[Trajectory]:
     """Inverse of :func:`trajectories_to_dataset`."""
-    meta = json.loads(ds.info.description or "{}").get(_DTYPES_KEY, {})
-    dtypes = meta.get("dtypes", {"obs": "<f4", "acts": "<i8", "rews": "<f4"})
+    meta = dataset_metadata(ds)
+    spaces = {k: space_from_json(meta[k]) if k in meta else None for k in ("observation_space", "action_space")}
     table = ds.with_format("arrow")[:]
-    cols = {k: from_ragged(table[k], dtypes[k]) for k in ("obs", "acts", "rews")}
+    obs = _decode(table["obs"], spaces["observation_space"])
+    acts = _decode(table["acts"], spaces["action_space"])
+    rews = from_ragged(table["rews"])
     infos = [json.loads(s) for s in table["infos"].to_pylist()]
     return [
         Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i)
-        for o, a, r, t, i in zip(cols["obs"], cols["acts"], cols["rews"], table["terminal"].to_pylist(), infos)
+        for o, a, r, t, i in zip(obs, acts, rews, table["terminal"].to_pylist(), infos)
     ]
 
 
-def save_trajectories(trajectories: list[Trajectory], path: str | Path, metadata: dict | None = None) -> None:
+def save_trajectories(trajectories: list[Trajectory], path: str | Path, **kwargs: Any) -> None:
     """Write with ``save_to_disk`` via a temporary folder, so a crash never leaves half a dataset."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    trajectories_to_dataset(trajectories, metadata).save_to_disk(str(tmp))
+    trajectories_to_dataset(trajectories, **kwargs).save_to_disk(str(tmp))
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
 

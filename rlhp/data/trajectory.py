@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
+"""An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
+
 
 @dataclass
 class Trajectory:
@@ -15,15 +18,15 @@ class Trajectory:
     by termination rather than by a time limit or by being cut off.
     """
 
-    obs: np.ndarray
-    acts: np.ndarray
+    obs: Nested
+    acts: Nested
     rews: np.ndarray
     terminal: bool
     infos: list[dict] = field(default_factory=list)
 
     def __len__(self) -> int:
         """Number of transitions."""
-        return len(self.acts)
+        return len(self.rews)
 
 
 class TrajectoryRecorder:
