@@ -24,6 +24,9 @@ class TrajectorySource(Protocol):
     def sample(self, steps: int) -> list[Trajectory]:
         """Trajectories covering at least ``steps`` transitions."""
 
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """Trajectories never sampled, to evaluate the learned reward on."""
+
 
 def _next_obs(obs: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
     """The observation each step led to: a VecEnv already replaced it by the reset one on done."""
@@ -171,6 +174,52 @@ class AgentTrainer:
             fresh += rollout(self.sample_venv, self.policy, missing)
         return fresh + (rollout(self.sample_venv, self.exploration_policy(), explore) if explore else [])
 
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """Fresh episodes of the current policy, never trained on."""
+        return rollout(self.sample_venv, self.policy, steps)
+
     def save(self, path: str) -> None:
         """Save the SB3 agent as a ``.zip``."""
         self.algorithm.save(path)
+
+
+class DatasetSource:
+    """Trajectories from a saved dataset, shuffled: reward learning with no agent in the loop.
+
+    Args:
+        path: folder written by ``save_to_disk`` (e.g. a run's ``trajectories/``).
+        env: the environment the dataset's spaces must match.
+        rng: random generator for shuffling.
+        held_out_frac: share of episodes never sampled, kept to evaluate the learned reward.
+    """
+
+    def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
+        from rlhp.data.hf import open_trajectories
+        from rlhp.data.spaces import space_from_json
+
+        trajectories, meta = open_trajectories(path, key="trajectories.path")
+        probe = env.make_single()
+        for key, space in (("observation_space", probe.observation_space), ("action_space", probe.action_space)):
+            if key in meta and space_from_json(meta[key]) != space:
+                raise ConfigError("trajectories.path", f"{path!r} was recorded with {key} "
+                                  f"{space_from_json(meta[key])}, but env {env.id!r} has {space}")
+        order = rng.permutation(len(trajectories))
+        n_held = int(round(held_out_frac * len(trajectories)))
+        if len(trajectories) - n_held < 1:
+            raise ConfigError("trajectories.held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
+        self.trajectories = [trajectories[i] for i in order[n_held:]]
+        self._held_out = [trajectories[i] for i in order[:n_held]]
+        self.rng = rng
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""
+        out: list[Trajectory] = []
+        for i in self.rng.permutation(len(self.trajectories)):
+            if sum(map(len, out)) >= steps:
+                break
+            out.append(self.trajectories[i])
+        return out
+
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """The episodes kept out of sampling."""
+        return self._held_out

@@ -72,6 +72,9 @@ def validate_train(cfg: DictConfig) -> None:
     """Check the training config before anything is built or trained."""
     if OmegaConf.is_missing(cfg.env, "id"):
         raise ConfigError("env.id", "is required with env=gym, e.g. `env=gym env.id=Pendulum-v1`")
+    if "path" in cfg.trajectories and OmegaConf.is_missing(cfg.trajectories, "path"):
+        raise ConfigError("trajectories.path", "is required with trajectories=dataset: a folder written by "
+                          "save_to_disk, e.g. a run's trajectories/")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 0)

@@ -109,13 +109,11 @@ def evaluate(loop: PreferenceComparisons, cfg: DictConfig) -> dict:
     env = build(cfg.env)
     if hasattr(loop.source, "algorithm"):
         result.update(policy_return(loop.source.algorithm, env, cfg.evaluation.episodes, cfg.seed + 20_000))
-    # Held out: fresh episodes of the final policy and of a random one, so true rewards vary.
+    # Held out: the source's unseen episodes and a random policy's, so true rewards vary.
     venv = env.make(cfg.seed + 30_000)
     venv.action_space.seed(cfg.seed)
     steps = cfg.evaluation.correlation_steps
-    held_out = rollout(venv, random_policy(venv), steps // 2)
-    if hasattr(loop.source, "policy"):
-        held_out += rollout(venv, loop.source.policy, steps // 2)
+    held_out = rollout(venv, random_policy(venv), steps // 2) + loop.source.held_out(steps // 2)
     result["reward_correlation"] = reward_correlation(loop.reward_trainer.net, held_out)
     result["correlation_transitions"] = sum(map(len, held_out))
     return result

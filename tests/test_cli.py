@@ -113,3 +113,37 @@ def test_bad_config_fails_with_a_message_naming_the_key(train, overrides, messag
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (run_dir / "checkpoints").exists()
+
+
+def test_reward_from_a_saved_dataset_without_an_agent(train, tmp_path):
+    source, _ = train("total_comparisons=40", name="source")
+    run_dir, _ = train("trajectories=dataset", f"trajectories.path={source / 'trajectories'}",
+                       "trajectories.held_out_frac=0.25", name="from_data")
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert "true_return_mean" not in result and -1 <= result["reward_correlation"] <= 1
+    assert (run_dir / "checkpoints" / "final" / "reward_net.pt").exists()
+    assert not (run_dir / "checkpoints" / "final" / "agent.zip").exists()
+    assert [int(r["timesteps"]) for r in rows(run_dir)] == [0, 0, 0]
+
+
+def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
+    source, _ = train(name="source")
+    (tmp_path / "empty").mkdir()
+    arrow = next((source / "trajectories").glob("*.arrow"))
+    arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+    for path, message in ((tmp_path / "nope", "does not exist"),
+                          (tmp_path / "empty", "is not a dataset saved with save_to_disk"),
+                          (source / "trajectories", "could not be read, the Arrow data may be truncated")):
+        _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)
+        assert proc.returncode == 2 and f"config key `trajectories.path` '{path}'" in proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+    _, proc = train("trajectories=dataset", f"trajectories.path={source / 'checkpoints' / 'final' / 'preferences'}",
+                    name="bad", check=False)
+    assert "not a trajectory dataset" in proc.stderr
+
+
+def test_dataset_from_another_env_is_refused(train):
+    source, _ = train(name="source")
+    _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
+                    f"trajectories.path={source / 'trajectories'}", name="bad", check=False)
+    assert proc.returncode == 2 and "was recorded with observation_space" in proc.stderr

@@ -121,3 +121,25 @@ def _jsonable(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     return repr(value)
+
+
+def open_trajectories(path: str | Path, key: str = "path") -> tuple[list[Trajectory], dict[str, Any]]:
+    """Load a saved trajectory dataset with errors that name the path and what is wrong."""
+    from rlhp.config import ConfigError
+
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ConfigError(key, f"{str(path)!r} does not exist")
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except FileNotFoundError as err:
+        raise ConfigError(key, f"{str(path)!r} is not a dataset saved with save_to_disk ({err})") from None
+    except (OSError, pa.ArrowInvalid) as err:
+        raise ConfigError(key, f"{str(path)!r} could not be read, the Arrow data may be truncated ({err})") from None
+    missing = {"obs", "acts", "rews", "terminal"} - set(ds.column_names)
+    if missing:
+        raise ConfigError(key, f"{str(path)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
+    try:
+        return dataset_to_trajectories(ds), dataset_metadata(ds)
+    except (pa.ArrowException, AttributeError, KeyError, ValueError) as err:
+        raise ConfigError(key, f"{str(path)!r} is not a trajectory dataset (one episode per row): {err}") from None
