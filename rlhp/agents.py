@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import numpy as np
@@ -12,6 +12,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlhp.config import ConfigError
 from rlhp.data import Trajectory, TrajectoryRecorder
+from rlhp.data.hf import open_trajectories
+from rlhp.data.spaces import space_from_json
 from rlhp.envs import GymEnv
 from rlhp.rewards import RewardNet
 
@@ -52,6 +54,18 @@ def rollout(venv: VecEnv, policy: Policy, steps: int) -> list[Trajectory]:
         collected += sum(map(len, ended))
         obs = next_obs
     return recorder.pop_finished()
+
+
+def take(trajectories: Iterable[Trajectory], steps: int) -> list[Trajectory]:
+    """Trajectories in the given order until they cover ``steps`` transitions (or run out)."""
+    out: list[Trajectory] = []
+    covered = 0
+    for traj in trajectories:
+        if covered >= steps:
+            break
+        out.append(traj)
+        covered += len(traj)
+    return out
 
 
 def random_policy(venv: VecEnv) -> Policy:
@@ -164,11 +178,7 @@ class AgentTrainer:
     def sample(self, steps: int) -> list[Trajectory]:
         """Freshest training episodes first, topped up by rollouts; a share from exploration."""
         explore = int(round(self.exploration_frac * steps))
-        fresh: list[Trajectory] = []
-        for traj in reversed(self.recorder.pop_finished()):
-            if sum(map(len, fresh)) >= steps - explore:
-                break
-            fresh.append(traj)
+        fresh = take(reversed(self.recorder.pop_finished()), steps - explore)
         missing = steps - explore - sum(map(len, fresh))
         if missing > 0:
             fresh += rollout(self.sample_venv, self.policy, missing)
@@ -194,11 +204,9 @@ class DatasetSource:
     """
 
     def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
-        from rlhp.data.hf import open_trajectories
-        from rlhp.data.spaces import space_from_json
-
         trajectories, meta = open_trajectories(path, key="trajectories.path")
         probe = env.make_single()
+        probe.close()
         for key, space in (("observation_space", probe.observation_space), ("action_space", probe.action_space)):
             if key in meta and space_from_json(meta[key]) != space:
                 raise ConfigError("trajectories.path", f"{path!r} was recorded with {key} "
@@ -213,12 +221,7 @@ class DatasetSource:
 
     def sample(self, steps: int) -> list[Trajectory]:
         """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""
-        out: list[Trajectory] = []
-        for i in self.rng.permutation(len(self.trajectories)):
-            if sum(map(len, out)) >= steps:
-                break
-            out.append(self.trajectories[i])
-        return out
+        return take((self.trajectories[i] for i in self.rng.permutation(len(self.trajectories))), steps)
 
     def held_out(self, steps: int) -> list[Trajectory]:
         """The episodes kept out of sampling."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from dataclasses import fields
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pyarrow as pa
 import torch
 
 from rlhp.data.arrow import from_fixed, to_fixed
+from rlhp.data.hf import save_dataset
 from rlhp.data.pairs import FragmentPairs
 
 
@@ -77,11 +77,7 @@ class PreferenceDataset:
         table = pa.table({"id": self.ids, "label": self.labels, **columns})
         dtypes = {f.name: getattr(self.pairs, f.name).dtype.str for f in fields(self.pairs)}
         info = datasets.DatasetInfo(description=json.dumps(dtypes))
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        datasets.Dataset(table, info=info).save_to_disk(str(tmp))
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)
+        save_dataset(datasets.Dataset(table, info=info), path)
 
     @classmethod
     def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:

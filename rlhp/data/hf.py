@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 
+from rlhp.config import ConfigError
 from rlhp.data.arrow import from_ragged, to_ragged
 from rlhp.data.spaces import space_from_json, space_to_json
 from rlhp.data.trajectory import Nested, Trajectory
@@ -101,11 +102,16 @@ def dataset_to_trajectories(ds: datasets.Dataset) -> list[Trajectory]:
 
 
 def save_trajectories(trajectories: list[Trajectory], path: str | Path, **kwargs: Any) -> None:
-    """Write with ``save_to_disk`` via a temporary folder, so a crash never leaves half a dataset."""
+    """Write as a dataset folder (see :func:`save_dataset`)."""
+    save_dataset(trajectories_to_dataset(trajectories, **kwargs), path)
+
+
+def save_dataset(ds: datasets.Dataset, path: str | Path) -> None:
+    """``save_to_disk`` into a temporary folder, then swap it in: a crash never leaves half a dataset."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    trajectories_to_dataset(trajectories, **kwargs).save_to_disk(str(tmp))
+    ds.save_to_disk(str(tmp))
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
 
@@ -125,8 +131,6 @@ def _jsonable(value: object) -> object:
 
 def open_trajectories(path: str | Path, key: str = "path") -> tuple[list[Trajectory], dict[str, Any]]:
     """Load a saved trajectory dataset with errors that name the path and what is wrong."""
-    from rlhp.config import ConfigError
-
     path = Path(path).expanduser()
     if not path.exists():
         raise ConfigError(key, f"{str(path)!r} does not exist")
