@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlhp.config import ConfigError
 from rlhp.data import Trajectory, TrajectoryRecorder
-from rlhp.data.hf import open_trajectories
+from rlhp.data.hub import open_trajectories
 from rlhp.data.spaces import space_from_json
 from rlhp.envs import GymEnv
 from rlhp.rewards import RewardNet
@@ -42,18 +42,36 @@ def _terminated(dones: np.ndarray, infos: list[dict]) -> np.ndarray:
     return dones & ~np.array([i.get("TimeLimit.truncated", False) for i in infos])
 
 
-def rollout(venv: VecEnv, policy: Policy, steps: int) -> list[Trajectory]:
-    """Reset ``venv`` and run ``policy`` until finished episodes cover ``steps`` transitions."""
-    recorder = TrajectoryRecorder(venv.num_envs)
+def rollout(venv: VecEnv, policy: Policy, steps: int = 0, episodes: int = 0,
+            on_episode: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
+    """Reset ``venv`` and run ``policy`` until finished episodes cover ``steps`` transitions and
+    number at least ``episodes``.
+
+    With ``episodes``, each env copy contributes a fixed share of them, so short episodes are not
+    over-represented (the first ``n`` to finish would favour them).
+    """
+    n = venv.num_envs
+    quota = np.full(n, np.iinfo(np.int64).max)
+    if episodes:
+        quota = episodes // n + (np.arange(n) < episodes % n)
+    recorder = TrajectoryRecorder(n)
+    kept: list[Trajectory] = []
+    covered = 0
     obs = venv.reset()
-    collected = 0
-    while collected < steps:
+    while covered < steps or len(kept) < episodes:
         acts = policy(obs)
         next_obs, rews, dones, infos = venv.step(acts)
         ended = recorder.record(obs, acts, rews, dones, infos, _next_obs(next_obs, dones, infos))
-        collected += sum(map(len, ended))
+        for env, traj in zip(np.flatnonzero(dones), ended):
+            if quota[env] > 0:
+                quota[env] -= 1
+                kept.append(traj)
+                covered += len(traj)
+                if on_episode:
+                    on_episode(traj)
+        recorder.pop_finished()
         obs = next_obs
-    return recorder.pop_finished()
+    return kept
 
 
 def take(trajectories: Iterable[Trajectory], steps: int) -> list[Trajectory]:

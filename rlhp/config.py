@@ -105,3 +105,36 @@ def validate_train(cfg: DictConfig) -> None:
         _require(cfg, "reward_net.members", cfg.reward_net.members >= 2,
                  "must be at least 2 for fragmenter=active (it measures disagreement "
                  "between members); use reward_net=ensemble")
+
+
+def _optional_number(cfg: DictConfig, key: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    _require(cfg, key, value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)),
+             f"must be a number or null, got {value!r}")
+
+
+def validate_collect(cfg: DictConfig) -> None:
+    """Check the collection config before an expert is trained or loaded."""
+    for key, option in (("path", "zip: the model's .zip file"), ("repo_id", "hub: e.g. sb3/ppo-CartPole-v1")):
+        if key in cfg.expert and OmegaConf.is_missing(cfg.expert, key):
+            raise ConfigError(f"expert.{key}", f"is required with expert={option}")
+    _int(cfg, "seed", 0)
+    _int(cfg, "n_envs", 1)
+    _require(cfg, "episodes", (cfg.episodes is None) != (cfg.timesteps is None),
+             f"and timesteps: set exactly one (got episodes={cfg.episodes}, timesteps={cfg.timesteps}); "
+             "e.g. `episodes=null timesteps=10000`")
+    _int(cfg, "episodes" if cfg.episodes is not None else "timesteps", 1)
+    _fraction(cfg, "epsilon")
+    _optional_number(cfg, "min_mean_return")
+    _int(cfg, "video.episodes", 0)
+    _int(cfg, "video.fps", 1)
+    ranked = cfg.ranked
+    _require(cfg, "ranked", not (ranked.checkpoints and ranked.epsilons),
+             "sets both checkpoints and epsilons; rank by one of them")
+    for i in range(len(ranked.epsilons)):
+        _fraction(cfg, f"ranked.epsilons.{i}")
+    for i in range(len(ranked.checkpoints)):
+        _int(cfg, f"ranked.checkpoints.{i}", 1)
+    repo_id = cfg.push_to_hub.repo_id
+    _require(cfg, "push_to_hub.repo_id", repo_id is None or isinstance(repo_id, str),
+             f"must be a dataset repo id like 'my-org/cartpole-expert', got {repo_id!r}")

@@ -71,14 +71,14 @@ class GymEnv:
         self.max_episode_steps = max_episode_steps
         self.kwargs = dict(kwargs or {})
 
-    def make(self, seed: int, n_envs: int | None = None) -> VecEnv:
-        """A seeded DummyVecEnv with a Monitor around each copy."""
+    def _kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         extra = {} if self.max_episode_steps is None else {"max_episode_steps": self.max_episode_steps}
-        return make_vec_env(
-            self.id, n_envs=n_envs or self.n_envs, seed=seed, env_kwargs={**extra, **self.kwargs}
-        )
+        return {**extra, **self.kwargs, **overrides}
+
+    def make(self, seed: int, n_envs: int | None = None, **overrides: Any) -> VecEnv:
+        """A seeded DummyVecEnv with a Monitor around each copy; ``overrides`` go to ``gymnasium.make``."""
+        return make_vec_env(self.id, n_envs=n_envs or self.n_envs, seed=seed, env_kwargs=self._kwargs(overrides))
 
     def make_single(self, **overrides: Any) -> gym.Env:
         """One unwrapped-by-vec copy, e.g. for rendering or inspecting spaces."""
-        extra = {} if self.max_episode_steps is None else {"max_episode_steps": self.max_episode_steps}
-        return gym.make(self.id, **{**extra, **self.kwargs, **overrides})
+        return gym.make(self.id, **self._kwargs(overrides))

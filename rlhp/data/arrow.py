@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def to_fixed(arr: np.ndarray) -> pa.Array:
@@ -25,13 +26,22 @@ def to_ragged(arrays: list[np.ndarray]) -> pa.Array:
 
 
 def _values(col: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, list[int]]:
+    """Unnest per-step lists to flat values and a shape; variable-size lists (as ``Dataset.from_dict``
+    writes nested Python lists) must have one size throughout."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     shape = []
-    while pa.types.is_fixed_size_list(col.type):
-        shape.append(col.type.list_size)
+    while True:
+        if pa.types.is_fixed_size_list(col.type):
+            shape.append(col.type.list_size)
+        elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+            sizes = np.unique(pc.list_value_length(col).to_numpy(zero_copy_only=False))
+            if len(sizes) > 1:
+                raise ValueError(f"rows have different sizes {sizes[:5].tolist()}: not an array column")
+            shape.append(int(sizes[0]) if len(sizes) else 0)
+        else:
+            return col, shape
         col = col.flatten()
-    return col, shape
 
 
 def from_fixed(col: pa.Array | pa.ChunkedArray, dtype: np.dtype | str | None = None) -> np.ndarray:

@@ -17,8 +17,8 @@ import datasets
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
+from datasets.fingerprint import generate_random_fingerprint
 
-from rlhp.config import ConfigError
 from rlhp.data.arrow import from_ragged, to_ragged
 from rlhp.data.spaces import space_from_json, space_to_json
 from rlhp.data.trajectory import Nested, Trajectory
@@ -59,12 +59,13 @@ def summary(trajectories: list[Trajectory]) -> dict[str, float]:
 
 
 def trajectories_to_dataset(trajectories: list[Trajectory], observation_space: gym.Space | None = None,
-                            action_space: gym.Space | None = None, metadata: dict | None = None
-                            ) -> datasets.Dataset:
-    """Columns obs, acts, rews, terminal, infos (JSON per episode); spaces and stats in the info."""
+                            action_space: gym.Space | None = None, metadata: dict | None = None,
+                            columns: dict[str, list | np.ndarray] | None = None) -> datasets.Dataset:
+    """Columns obs, acts, rews, terminal, infos (JSON per episode) and any extra per-episode ``columns``
+    (e.g. rank); spaces and stats in the info."""
     if not trajectories:
         raise ValueError("no trajectories to convert")
-    table = pa.table({
+    table = pa.table({**{k: pa.array(np.asarray(v)) for k, v in (columns or {}).items()},
         "obs": _encode([t.obs for t in trajectories]),
         "acts": _encode([t.acts for t in trajectories]),
         "rews": to_ragged([t.rews for t in trajectories]),
@@ -75,7 +76,9 @@ def trajectories_to_dataset(trajectories: list[Trajectory], observation_space: g
     for key, space in (("observation_space", observation_space), ("action_space", action_space)):
         if space is not None:
             meta[key] = space_to_json(space)
-    return datasets.Dataset(table, info=datasets.DatasetInfo(description=json.dumps({_META_KEY: meta})))
+    # A random fingerprint: hashing the whole table for one costs more than building it.
+    return datasets.Dataset(table, info=datasets.DatasetInfo(description=json.dumps({_META_KEY: meta})),
+                            fingerprint=generate_random_fingerprint())
 
 
 def dataset_metadata(ds: datasets.Dataset) -> dict[str, Any]:
@@ -86,19 +89,26 @@ def dataset_metadata(ds: datasets.Dataset) -> dict[str, Any]:
         return {}
 
 
-def dataset_to_trajectories(ds: datasets.Dataset) -> list[Trajectory]:
-    """Inverse of :func:`trajectories_to_dataset`."""
-    meta = dataset_metadata(ds)
+def dataset_to_trajectories(ds: datasets.Dataset, metadata: dict[str, Any] | None = None) -> list[Trajectory]:
+    """Inverse of :func:`trajectories_to_dataset`; ``metadata`` replaces the dataset's own (e.g. from a card)."""
+    meta = metadata or dataset_metadata(ds)
     spaces = {k: space_from_json(meta[k]) if k in meta else None for k in ("observation_space", "action_space")}
     table = ds.with_format("arrow")[:]
     obs = _decode(table["obs"], spaces["observation_space"])
     acts = _decode(table["acts"], spaces["action_space"])
     rews = from_ragged(table["rews"])
-    infos = [json.loads(s) for s in table["infos"].to_pylist()]
+    infos = _decode_infos(table["infos"]) if "infos" in table.column_names else [[] for _ in range(len(table))]
     return [
         Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i)
         for o, a, r, t, i in zip(obs, acts, rews, table["terminal"].to_pylist(), infos)
     ]
+
+
+def _decode_infos(col: pa.ChunkedArray) -> list[list[dict]]:
+    """rlhp stores one JSON list per episode; imitation one (jsonpickle) JSON string per step."""
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return [json.loads(s) for s in col.to_pylist()]
+    return [[json.loads(s) for s in episode] for episode in col.to_pylist()]
 
 
 def save_trajectories(trajectories: list[Trajectory], path: str | Path, **kwargs: Any) -> None:
@@ -127,23 +137,3 @@ def _jsonable(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     return repr(value)
-
-
-def open_trajectories(path: str | Path, key: str = "path") -> tuple[list[Trajectory], dict[str, Any]]:
-    """Load a saved trajectory dataset with errors that name the path and what is wrong."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise ConfigError(key, f"{str(path)!r} does not exist")
-    try:
-        ds = datasets.load_from_disk(str(path))
-    except FileNotFoundError as err:
-        raise ConfigError(key, f"{str(path)!r} is not a dataset saved with save_to_disk ({err})") from None
-    except (OSError, pa.ArrowInvalid) as err:
-        raise ConfigError(key, f"{str(path)!r} could not be read, the Arrow data may be truncated ({err})") from None
-    missing = {"obs", "acts", "rews", "terminal"} - set(ds.column_names)
-    if missing:
-        raise ConfigError(key, f"{str(path)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
-    try:
-        return dataset_to_trajectories(ds), dataset_metadata(ds)
-    except (pa.ArrowException, AttributeError, KeyError, ValueError) as err:
-        raise ConfigError(key, f"{str(path)!r} is not a trajectory dataset (one episode per row): {err}") from None

@@ -1,0 +1,170 @@
+"""Trajectory datasets on the Hugging Face Hub: the dataset card, upload to a *dataset* repo, and
+loading from a save_to_disk folder, Parquet files or a Hub dataset repo id.
+
+A Hub repo holds ``data/train-*.parquet``, ``README.md`` (the card; rlhp's metadata sits in its
+YAML under ``rlhp``) and ``preview.mp4``, so ``datasets.load_dataset(repo_id)`` reads it as is.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow as pa
+import yaml
+from huggingface_hub import DatasetCard, HfApi
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+from rlhp.config import ConfigError
+from rlhp.data.hf import dataset_metadata, dataset_to_trajectories
+from rlhp.data.spaces import space_from_json
+from rlhp.data.trajectory import Trajectory
+
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+PREVIEW = "preview.mp4"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | None = None) -> DatasetCard:
+    """A card: YAML (tags, data files, rlhp metadata) and a readable page with stats and how to load it."""
+    stats, policy = meta["summary"], meta.get("policy", {})
+    env_id = meta.get("env_id", "unknown env")
+    spaces = {k: str(space_from_json(meta[k])) for k in ("observation_space", "action_space") if k in meta}
+    header = {
+        "license": "mit",
+        "task_categories": ["reinforcement-learning"],
+        "tags": ["rlhp", "reinforcement-learning", "demonstrations", env_id.replace("/", "-"),
+                 *([policy["algorithm"].lower()] if "algorithm" in policy else [])],
+        "size_categories": ["n<1K" if stats["episodes"] < 1000 else "1K<n<10K"],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}],
+        "rlhp": meta,
+    }
+    name = repo_id or "<repo id>"
+    rows = [("environment", f"`{env_id}`"), *((k.replace("_", " "), f"`{v}`") for k, v in spaces.items()),
+            ("expert", f"{policy.get('algorithm', '?')} `{policy.get('name', '?')}` "
+                       f"({policy.get('source', '?')}, {policy.get('training_steps', '?')} training steps)"),
+            ("episodes", str(stats["episodes"])), ("transitions", str(stats["steps"])),
+            ("return", f"{_fmt(stats['return_mean'])} ± {_fmt(stats['return_std'])} "
+                       f"(min {_fmt(stats['return_min'])}, max {_fmt(stats['return_max'])})")]
+    made = meta.get("collection", {})
+    ranking = meta.get("ranking", [])
+    body = [
+        f"# Demonstrations: {env_id}", "",
+        f"Episodes of an expert in `{env_id}`, one row per episode, written by "
+        "`rlhp-collect` (rlhp, reinforcement learning from human preferences).", "",
+        "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), "",
+    ]
+    if video:
+        body += ["## Preview", "", f'<video controls src="{video}"></video>', ""]
+    if ranking:
+        body += ["## Ranks", "", "Quality varies on purpose (for T-REX); rank 0 is the worst.", "",
+                 "| rank | checkpoint (steps) | epsilon | mean return |", "|---|---|---|---|",
+                 *(f"| {r['rank']} | {r['checkpoint']} | {r['epsilon']} | {_fmt(r['return_mean'])} |" for r in ranking),
+                 ""]
+    body += [
+        "## How it was made", "",
+        f"`{' '.join(['rlhp-collect', *made.get('overrides', [])])}` (seed {made.get('seed', '?')}, "
+        f"{'deterministic' if made.get('deterministic', True) else 'stochastic'} actions, "
+        f"epsilon {made.get('epsilon', 0.0)}).", "",
+        "## How to load", "",
+        "```python", "import datasets", f'ds = datasets.load_dataset("{name}", split="train")',
+        '# or, from the run folder: datasets.load_from_disk("dataset")', "```", "",
+        "Columns: `obs` and `acts` (per step; `obs` has one more row, the final observation), `rews` "
+        "(true rewards), `terminal` (ended by termination, not a time limit), `infos` (JSON)"
+        + (", `rank`, `checkpoint`, `epsilon`" if ranking else "") + ". With rlhp, exact dtypes and spaces:", "",
+        "```python", "from rlhp.data.hub import open_trajectories",
+        f'trajectories, metadata = open_trajectories("{name}")', "```", "",
+    ]
+    return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
+
+
+def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, video: str | Path | None) -> Path:
+    """Write the repo's files into ``folder``: Parquet data, the card and the preview video."""
+    folder = Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "data").mkdir(parents=True)
+    ds.to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    card.save(folder / "README.md")
+    if video is not None:
+        shutil.copy(video, folder / PREVIEW)
+    return folder
+
+
+def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: HfApi | None = None) -> str:
+    """Create the *dataset* repo if needed and upload a staged folder in one commit; return its URL."""
+    if not _REPO_ID.match(repo_id):
+        raise ConfigError("push_to_hub.repo_id", f"{repo_id!r} is not a repo id like 'my-org/cartpole-expert'")
+    api = api or HfApi()
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
+                          commit_message="Upload demonstrations with rlhp-collect")
+    except (HfHubHTTPError, OfflineModeIsEnabled, OSError, ValueError) as err:
+        raise ConfigError("push_to_hub.repo_id", f"upload of {str(folder)!r} to dataset repo {repo_id!r} failed "
+                          f"({type(err).__name__}: {err}). The files are kept there; log in "
+                          f"(`hf auth login`) and upload them with `hf upload {repo_id} {folder} "
+                          "--repo-type dataset`") from None
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def _card_metadata(card_path: str | Path) -> dict[str, Any]:
+    try:
+        return DatasetCard.load(card_path, repo_type="dataset").data.to_dict().get("rlhp", {})
+    except (OSError, HfHubHTTPError, OfflineModeIsEnabled, ValueError):
+        return {}
+
+
+def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
+    path = Path(source).expanduser()
+    where = repr(str(path))
+    if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+        try:
+            ds = datasets.load_from_disk(str(path))
+        except FileNotFoundError as err:
+            raise ConfigError(key, f"{where} is not a dataset saved with save_to_disk ({err})") from None
+        except (OSError, pa.ArrowInvalid) as err:
+            raise ConfigError(key, f"{where} could not be read, the Arrow data may be truncated ({err})") from None
+        if isinstance(ds, datasets.DatasetDict):
+            ds = ds["train"] if "train" in ds else next(iter(ds.values()))
+        return ds, dataset_metadata(ds)
+    if path.exists():
+        files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+        if not files or any(f.suffix != ".parquet" for f in files):
+            raise ConfigError(key, f"{where} is not a dataset: no save_to_disk files (state.json) and no "
+                              "Parquet files in it")
+        try:
+            ds = datasets.Dataset.from_parquet([str(f) for f in files])
+        except (OSError, pa.ArrowInvalid, ValueError) as err:
+            raise ConfigError(key, f"{where} has Parquet files that could not be read ({err})") from None
+        card = (path if path.is_dir() else path.parent) / "README.md"
+        return ds, _card_metadata(card) if card.exists() else {}
+    if not _REPO_ID.match(source):
+        raise ConfigError(key, f"{where} does not exist (nor is it a Hub dataset repo id like 'org/name')")
+    try:
+        ds = datasets.load_dataset(source, split="train")
+    except Exception as err:  # datasets wraps network, auth and format errors in many types
+        raise ConfigError(key, f"{source!r} is not a local path, and loading it as a Hub dataset repo failed "
+                          f"({type(err).__name__}: {err})") from None
+    return ds, _card_metadata(source)
+
+
+def open_trajectories(source: str | Path, key: str = "path") -> tuple[list[Trajectory], dict[str, Any]]:
+    """Trajectories and rlhp metadata from a save_to_disk folder, Parquet files or a Hub dataset repo id
+    (rlhp's own layout, or imitation's huggingface_utils one); errors name the source and the problem."""
+    ds, meta = _open(str(source), key)
+    missing = {"obs", "acts", "terminal"} - set(ds.column_names)
+    if missing:
+        raise ConfigError(key, f"{str(source)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
+    if "rews" not in ds.column_names:
+        raise ConfigError(key, f"{str(source)!r} has no rews column: rlhp needs the true rewards to label "
+                          "and evaluate")
+    try:
+        return dataset_to_trajectories(ds, meta), meta
+    except (pa.ArrowException, AttributeError, KeyError, ValueError, TypeError) as err:
+        raise ConfigError(key, f"{str(source)!r} is not a trajectory dataset (one episode per row): {err}") from None
