@@ -72,7 +72,7 @@ def validate_train(cfg: DictConfig) -> None:
     """Check the training config before anything is built or trained."""
     if OmegaConf.is_missing(cfg.env, "id"):
         raise ConfigError("env.id", "is required with env=gym, e.g. `env=gym env.id=Pendulum-v1`")
-    if "path" in cfg.trajectories and OmegaConf.is_missing(cfg.trajectories, "path"):
+    if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
         raise ConfigError("trajectories.path", "is required with trajectories=dataset: a folder written by "
                           "save_to_disk, e.g. a run's trajectories/")
     _int(cfg, "seed", 0)
@@ -116,7 +116,7 @@ def _optional_number(cfg: DictConfig, key: str) -> None:
 def validate_collect(cfg: DictConfig) -> None:
     """Check the collection config before an expert is trained or loaded."""
     for key, option in (("path", "zip: the model's .zip file"), ("repo_id", "hub: e.g. sb3/ppo-CartPole-v1")):
-        if key in cfg.expert and OmegaConf.is_missing(cfg.expert, key):
+        if key in cfg.expert.keys() and OmegaConf.is_missing(cfg.expert, key):
             raise ConfigError(f"expert.{key}", f"is required with expert={option}")
     _int(cfg, "seed", 0)
     _int(cfg, "n_envs", 1)

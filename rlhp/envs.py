@@ -35,6 +35,18 @@ class FixedHorizonCartPole(CartPoleEnv):
         obs, _, fallen, truncated, info = super().step(action)
         return obs, 0.0 if fallen else 1.0, False, truncated, info
 
+    def render(self) -> np.ndarray | None:
+        """CartPole's picture, with a cart that has run off the track drawn at its edge."""
+        if self.state is None:
+            return super().render()
+        state = self.state
+        # pygame's drawing overflows for a cart far off screen, which the endless physics allow.
+        self.state = np.array([np.clip(state[0], -self.x_threshold, self.x_threshold), *state[1:]])
+        try:
+            return super().render()
+        finally:
+            self.state = state
+
 
 gym.register(FIXED_HORIZON_CARTPOLE, entry_point=FixedHorizonCartPole, max_episode_steps=500)
 

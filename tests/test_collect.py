@@ -1,0 +1,187 @@
+"""``rlhp-collect``: collection helpers, then the installed command end to end (slow)."""
+
+import json
+import subprocess
+import sys
+from collections import OrderedDict
+
+import datasets
+import gymnasium as gym
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+import yaml
+from conftest import run_cli
+from huggingface_hub import DatasetCard
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlhp.agents import rollout
+from rlhp.collect import check_quality
+from rlhp.config import ConfigError
+from rlhp.data.hub import open_trajectories
+from rlhp.envs import GymEnv
+from rlhp.experts import epsilon_greedy
+
+QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",
+         "expert.env.n_envs=2", "expert.algorithm.n_steps=64", "expert.algorithm.batch_size=64",
+         "expert.algorithm.n_epochs=2"]
+
+
+def test_rollout_collects_whole_episodes_in_equal_shares():
+    venv = GymEnv("CartPole-v1", n_envs=3).make(seed=0)
+    venv.action_space.seed(0)
+    lengths = []
+    got = rollout(venv, lambda obs: np.zeros(len(obs), dtype=np.int64), episodes=7,
+                  on_episode=lambda t: lengths.append(len(t)))
+    assert len(got) == 7 and lengths == [len(t) for t in got] and all(t.terminal for t in got)
+    steps = rollout(venv, lambda obs: np.zeros(len(obs), dtype=np.int64), steps=100)
+    assert sum(map(len, steps)) >= 100 and sum(map(len, steps[:-3])) < 100
+
+
+def test_epsilon_greedy_replaces_that_share_of_actions():
+    space = gym.spaces.Discrete(5)
+    space.seed(0)
+    always_zero = lambda obs: np.zeros(len(obs), dtype=np.int64)  # noqa: E731
+    assert epsilon_greedy(always_zero, space, 0.0, np.random.default_rng(0)) is always_zero
+    noisy = epsilon_greedy(always_zero, space, 0.5, np.random.default_rng(0))
+    acts = np.concatenate([noisy(np.zeros((100, 1))) for _ in range(20)])
+    assert 0.3 < (acts != 0).mean() < 0.5  # half replaced, 4/5 of those by a non-zero action
+
+
+def test_quality_gate_refuses_with_the_measured_figure():
+    check_quality(np.array([480.0, 490.0]), 475)
+    check_quality(np.array([1.0]), None)
+    with pytest.raises(ConfigError, match=r"`min_mean_return` is 475, .* over 2 episodes is 150.0 ± 50.0"):
+        check_quality(np.array([100.0, 200.0]), 475)
+
+
+@pytest.fixture
+def collect(tmp_path):
+    """Run the installed ``rlhp-collect`` in a fresh folder; return the run folder and the process."""
+
+    def _collect(*overrides, name="run", check=True):
+        run_dir = tmp_path / name
+        proc = run_cli("rlhp-collect", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, check=check)
+        return run_dir, proc
+
+    return _collect
+
+
+@pytest.mark.slow
+def test_acceptance_default_expert_in_plain_datasets_and_replayable(collect, tmp_path):
+    run_dir, _ = collect()
+    result = json.loads((run_dir / "collect.json").read_text())
+    assert result["episodes"] == 50 and result["return_mean"] >= 475
+    for name in ("expert.zip", "preview.mp4", "README.md", "collect.log"):
+        assert (run_dir / name).stat().st_size > 0, name
+    # A plain Python shell, with no rlhp import, reads the dataset.
+    code = ("import datasets, sys; ds = datasets.load_from_disk(sys.argv[1]); "
+            "assert 'rlhp' not in sys.modules; print(ds.num_rows, sum(map(sum, ds['rews'])) / ds.num_rows)")
+    out = subprocess.run([sys.executable, "-c", code, str(run_dir / "dataset")], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == "50" and float(out[1]) >= 475
+    # rlhp reads back exactly what was collected: replaying the saved expert in the same seeded envs.
+    got, meta = open_trajectories(run_dir / "dataset")
+    venv = GymEnv("rlhp/CartPole-FixedHorizon-v0").make(seed=1000, n_envs=8)
+    model = PPO.load(run_dir / "expert.zip", device="cpu")
+    want = rollout(venv, lambda obs: model.predict(obs, deterministic=True)[0], episodes=50)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.obs, w.obs)
+        np.testing.assert_array_equal(g.acts, w.acts)
+        np.testing.assert_array_equal(g.rews, w.rews)
+    assert meta["policy"]["name"] == "ppo_cartpole" and meta["summary"]["return_mean"] == result["return_mean"]
+
+
+@pytest.mark.slow
+def test_ranked_checkpoints_video_and_card(collect):
+    run_dir, _ = collect(*QUICK, "ranked.checkpoints=[128,512]", "video.episodes=1", "video.fps=100")
+    ds = datasets.load_from_disk(str(run_dir / "dataset"))
+    assert ds["rank"] == [0] * 4 + [1] * 4 + [2] * 4 and ds["epsilon"] == [0.0] * 12
+    assert ds["checkpoint"][0] == 128 and ds["checkpoint"][4] == 512 and ds["checkpoint"][8] >= 1024
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step_00000128.zip",
+                                                                           "step_00000512.zip"]
+    reader = imageio.get_reader(run_dir / "preview.mp4")
+    assert reader.get_meta_data()["fps"] == 100 and reader.get_meta_data()["size"] == (600, 400)
+    assert 400 <= reader.count_frames() <= 501  # one 500-step episode (the final frame is the reset one)
+    card = DatasetCard.load(run_dir / "README.md")
+    assert [r["rank"] for r in card.data.rlhp["ranking"]] == [0, 1, 2] and "## Ranks" in card.text
+    assert "collect.log" in {p.name for p in run_dir.iterdir()}
+
+
+@pytest.mark.slow
+def test_noise_ranks_from_a_zip_expert_and_stochastic_timesteps(collect, tmp_path):
+    source, _ = collect(*QUICK, name="source")
+    run_dir, _ = collect("expert=zip", f"expert.path={source / 'expert.zip'}", "ranked.epsilons=[1.0,0.0]",
+                         "episodes=null", "timesteps=1000", "deterministic=false", "n_envs=2", "video.episodes=0",
+                         name="zip")
+    ds = datasets.load_from_disk(str(run_dir / "dataset"))
+    lengths = np.array([len(r) for r in ds["rews"]])
+    ranks = np.array(ds["rank"])
+    assert ds["epsilon"][0] == 1.0 and set(ranks) == {0, 1}
+    assert all(lengths[ranks == r].sum() >= 1000 for r in (0, 1))
+    meta = json.loads(ds.info.description)["rlhp"]
+    assert meta["policy"]["source"] == str(source / "expert.zip") and not meta["collection"]["deterministic"]
+    # The demonstrations feed reward learning directly.
+    trained = tmp_path / "train"
+    run_cli("rlhp-train", "debug=fast", "logger=none", "trajectories=dataset",
+            f"trajectories.path={run_dir / 'dataset'}", f"hydra.run.dir={trained}", cwd=tmp_path)
+    assert (trained / "checkpoints" / "final" / "reward_net.pt").exists()
+
+
+def zoo_repo(tmp_path, normalize: bool, **config):
+    """A local folder in rl-baselines3-zoo's Hub layout for a tiny PPO on CartPole-v1."""
+    repo = tmp_path / "ppo-CartPole-v1"
+    repo.mkdir()
+    venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    if normalize:
+        venv = VecNormalize(venv, norm_reward=False)
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu").learn(256)
+    model.save(repo / "ppo-CartPole-v1.zip")
+    if normalize:
+        venv.save(str(repo / "vec_normalize.pkl"))
+    # The zoo dumps its hyperparameters as an OrderedDict.
+    (repo / "config.yml").write_text(yaml.dump(OrderedDict([("n_envs", 2), ("normalize", normalize), *config.items()])))
+    (repo / "env_kwargs.yml").write_text(yaml.dump({}))
+    return repo
+
+
+@pytest.mark.slow
+def test_zoo_layout_hub_repo_with_normalisation(collect, tmp_path):
+    repo = zoo_repo(tmp_path, normalize=True)
+    run_dir, _ = collect("expert=hub", f"expert.repo_id={repo}", "episodes=3", "n_envs=2", "video.episodes=0")
+    got, meta = open_trajectories(run_dir / "dataset")
+    assert len(got) == 3 and meta["env_id"] == "CartPole-v1" and meta["policy"]["source"] == f"hf://{repo}"
+    raw = np.concatenate([t.obs for t in got])
+    assert np.abs(raw).max() < 5  # raw CartPole observations, not the normalised ones the policy saw
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["episodes=5", "timesteps=100"], "config key `episodes` and timesteps: set exactly one"),
+    (["epsilon=2"], "config key `epsilon` must lie in [0, 1], got 2"),
+    (["ranked.checkpoints=[10]", "ranked.epsilons=[0.5]"], "config key `ranked` sets both"),
+    (["expert=zip"], "config key `expert.path` is required with expert=zip"),
+    (["expert=zip", "expert.path=/no/such.zip"], "config key `expert.path` '/no/such.zip' does not exist"),
+    (["expert=zip", "expert.path=README.md"], "is not a PPO model saved by stable-baselines3"),
+    (["expert=zip", "expert.path=x.zip", "expert.algo=ppg"], "names algorithm 'ppg'; use one of a2c"),
+    (["expert=hub", "expert.repo_id=someone/cartpole"], "is not named like a zoo repo"),
+    (["min_mean_return=abc"], "config key `min_mean_return` must be a number or null"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_bad_collect_config_fails_with_a_message_naming_the_key(collect, tmp_path, overrides, message):
+    (tmp_path / "README.md").write_text("not a model")
+    run_dir, proc = collect(*overrides, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_quality_gate_and_zoo_wrappers_refuse_to_save(collect, tmp_path):
+    run_dir, proc = collect(*QUICK[:-5], "expert.total_timesteps=256", "expert.env.n_envs=2",
+                            "expert.algorithm.n_steps=64", "expert.algorithm.batch_size=64",
+                            "min_mean_return=475", check=False)
+    assert proc.returncode == 2 and "refusing to save" in proc.stderr and "over 4 episodes is" in proc.stderr
+    assert (run_dir / "expert.zip").exists() and not (run_dir / "dataset").exists()
+    repo = zoo_repo(tmp_path, normalize=False, frame_stack=4)
+    _, proc = collect("expert=hub", f"expert.repo_id={repo}", name="stacked", check=False)
+    assert proc.returncode == 2 and "was trained with frame_stack=4" in proc.stderr
