@@ -229,6 +229,11 @@ class DatasetSource:
             if key in meta and space_from_json(meta[key]) != space:
                 raise ConfigError("trajectories.path", f"{path!r} was recorded with {key} "
                                   f"{space_from_json(meta[key])}, but env {env.id!r} has {space}")
+            # Datasets from elsewhere (imitation's) carry no spaces: the array shapes must still fit.
+            first = trajectories[0].obs if key == "observation_space" else trajectories[0].acts
+            if key not in meta and isinstance(first, np.ndarray) and first.shape[1:] != space.shape:
+                raise ConfigError("trajectories.path", f"{path!r} has {key[:-6]} of shape {first.shape[1:]} per "
+                                  f"step, but env {env.id!r} has {space}")
         order = rng.permutation(len(trajectories))
         n_held = int(round(held_out_frac * len(trajectories)))
         if len(trajectories) - n_held < 1:

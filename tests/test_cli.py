@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import run_cli
 from stable_baselines3 import PPO
+from test_hub import imitation_dataset
 
 from rlhp.data import load_trajectories
 from rlhp.preferences import PreferenceDataset
@@ -148,3 +149,13 @@ def test_dataset_from_another_env_is_refused(train):
     _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
                     f"trajectories.path={source / 'trajectories'}", name="bad", check=False)
     assert proc.returncode == 2 and "was recorded with observation_space" in proc.stderr
+
+
+def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tmp_path):
+    source, _ = train(name="source")
+    imitation_dataset(load_trajectories(source / "trajectories")).save_to_disk(str(tmp_path / "imit"))
+    run_dir, _ = train("trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}", name="from_imitation")
+    assert (run_dir / "checkpoints" / "final" / "reward_net.pt").exists()
+    _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}",
+                    name="bad", check=False)
+    assert proc.returncode == 2 and "has observation of shape (4,) per step, but env 'Pendulum-v1'" in proc.stderr
