@@ -27,8 +27,9 @@ test: install  ## run the test suite (slow end-to-end tests included)
 lint: install  ## ruff
 	$(VENV)/bin/ruff check rlhp tests scripts
 
-bench: install  ## reward-model throughput and a round of the loop, as a table
+bench: install  ## reward-model and dataset throughput, and a round of the loop, as tables
 	$(PY) scripts/bench_reward.py
+	$(PY) scripts/bench_data.py
 
 clean:  ## remove the venv and run outputs
 	rm -rf $(VENV) outputs multirun

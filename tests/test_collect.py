@@ -185,3 +185,17 @@ def test_quality_gate_and_zoo_wrappers_refuse_to_save(collect, tmp_path):
     repo = zoo_repo(tmp_path, normalize=False, frame_stack=4)
     _, proc = collect("expert=hub", f"expert.repo_id={repo}", name="stacked", check=False)
     assert proc.returncode == 2 and "was trained with frame_stack=4" in proc.stderr
+
+
+@pytest.mark.slow
+def test_push_without_network_keeps_dataset_and_staged_repo(collect, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_dir, proc = collect(*QUICK, "video.episodes=1", "push_to_hub.repo_id=me/cartpole-demos", check=False)
+    assert proc.returncode == 2 and "hf upload me/cartpole-demos" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in (run_dir / "hub").iterdir()) == ["README.md", "data", "preview.mp4"]
+    assert 'load_dataset("me/cartpole-demos"' in (run_dir / "hub" / "README.md").read_text()
+    staged, _ = open_trajectories(run_dir / "hub")
+    saved, _ = open_trajectories(run_dir / "dataset")
+    assert len(staged) == len(saved) == 4
+    for a, b in zip(staged, saved):
+        np.testing.assert_array_equal(a.obs, b.obs)
