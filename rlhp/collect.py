@@ -85,7 +85,8 @@ def collect(cfg: DictConfig) -> dict:
         for name, value in (("rank", rank), ("checkpoint", snap.steps), ("epsilon", eps)):
             columns[name] += [value] * len(got)
     bar.close()
-    check_quality(np.array([t.rews.sum() for t in got]), cfg.min_mean_return)
+    expert_episodes = got  # the last level is the expert itself: the gate and the headline figures
+    check_quality(np.array([t.rews.sum() for t in expert_episodes]), cfg.min_mean_return)
 
     expert_snap = levels[-1][0]
     meta = {
@@ -108,7 +109,7 @@ def collect(cfg: DictConfig) -> dict:
     card = dataset_card(json.loads(ds.info.description)["rlhp"], cfg.push_to_hub.repo_id,
                         PREVIEW if video else None)
     card.save(run_dir / "README.md")
-    result = {**summary(got), "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
+    result = {**summary(expert_episodes), "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
               "episodes_saved": len(trajectories), "wall_s": round(time.perf_counter() - start, 1)}
     if cfg.push_to_hub.repo_id:
         staged = stage_for_hub(ds, run_dir / "hub", card, video)
