@@ -134,7 +134,7 @@ def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
     arrow = next((source / "trajectories").glob("*.arrow"))
     arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
     for path, message in ((tmp_path / "nope", "does not exist"),
-                          (tmp_path / "empty", "is not a dataset saved with save_to_disk"),
+                          (tmp_path / "empty", "is not a dataset: no save_to_disk files (state.json) and no Parquet"),
                           (source / "trajectories", "could not be read, the Arrow data may be truncated")):
         _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)
         assert proc.returncode == 2 and f"config key `trajectories.path` '{path}'" in proc.stderr
