@@ -68,8 +68,9 @@ def collect(cfg: DictConfig) -> dict:
         record = top and cfg.video.episodes > 0
         venv = env.make(cfg.seed + 1000 * (rank + 1), n_envs=cfg.n_envs,
                         **({"render_mode": "rgb_array"} if record else {}))
-        if record:  # only the first copy renders: the video shows its first episodes
-            venv.envs[0] = recorder = FrameRecorder(venv.envs[0], cfg.video.episodes)
+        if record:  # only the first copy renders; cap at its share so every filmed episode is saved
+            share = -(-cfg.episodes // cfg.n_envs) if cfg.episodes else cfg.video.episodes
+            venv.envs[0] = recorder = FrameRecorder(venv.envs[0], min(cfg.video.episodes, share))
         venv.action_space.seed(cfg.seed + rank)
         policy = epsilon_greedy(snap.policy(cfg.deterministic), venv.action_space, eps, rng)
         got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0,
