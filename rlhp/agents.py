@@ -223,9 +223,7 @@ class DatasetSource:
 
     def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
         trajectories, meta = open_trajectories(path, key="trajectories.path")
-        probe = env.make_single()
-        probe.close()
-        for key, space in (("observation_space", probe.observation_space), ("action_space", probe.action_space)):
+        for key, space in zip(("observation_space", "action_space"), env.spaces()):
             if key in meta and space_from_json(meta[key]) != space:
                 raise ConfigError("trajectories.path", f"{path!r} was recorded with {key} "
                                   f"{space_from_json(meta[key])}, but env {env.id!r} has {space}")

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from rlhp.agents import rollout
 from rlhp.config import ConfigError, build, validate_collect
 from rlhp.data import Trajectory
-from rlhp.data.hf import save_dataset, summary, trajectories_to_dataset
+from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
 from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
 from rlhp.experts import Snapshot, epsilon_greedy
 from rlhp.video import FrameRecorder, write_video
@@ -33,11 +33,13 @@ def quality_levels(snapshots: list[Snapshot], cfg: DictConfig) -> list[tuple[Sna
     return [(snap, float(cfg.epsilon)) for snap in snapshots]
 
 
-def check_quality(returns: np.ndarray, gate: float | None) -> None:
-    """The quality gate: refuse to save demonstrations whose mean true return is below ``gate``."""
-    if gate is not None and returns.mean() < gate:
-        raise ConfigError("min_mean_return", f"is {gate}, but the expert's mean return over {len(returns)} episodes "
-                          f"is {returns.mean():.1f} ± {returns.std():.1f}; refusing to save. Train longer "
+def check_quality(stats: dict[str, float], gate: float | None) -> None:
+    """The quality gate: refuse to save demonstrations whose mean true return (``stats`` as from
+    :func:`~rlhp.data.hf.summary`) is below ``gate``."""
+    if gate is not None and stats["return_mean"] < gate:
+        raise ConfigError("min_mean_return", f"is {gate}, but the expert's mean return over {stats['episodes']} "
+                          f"episodes is {stats['return_mean']:.1f} ± {stats['return_std']:.1f}; refusing to save. "
+                          "Train longer "
                           "(expert.total_timesteps), try another seed, or lower min_mean_return (null: no gate). "
                           "The expert is kept in expert.zip")
 
@@ -86,8 +88,8 @@ def collect(cfg: DictConfig) -> dict:
         for name, value in (("rank", rank), ("checkpoint", snap.steps), ("epsilon", eps)):
             columns[name] += [value] * len(got)
     bar.close()
-    expert_episodes = got  # the last level is the expert itself: the gate and the headline figures
-    check_quality(np.array([t.rews.sum() for t in expert_episodes]), cfg.min_mean_return)
+    expert_stats = stats  # the last level is the expert itself: the gate and the headline figures
+    check_quality(expert_stats, cfg.min_mean_return)
 
     expert_snap = levels[-1][0]
     meta = {
@@ -101,16 +103,12 @@ def collect(cfg: DictConfig) -> dict:
     ranked = len(levels) > 1
     if ranked:
         meta["ranking"] = ranking
-    probe = env.make_single()
-    probe.close()
-    ds = trajectories_to_dataset(trajectories, probe.observation_space, probe.action_space, metadata=meta,
-                                 columns=columns if ranked else None)
+    ds = trajectories_to_dataset(trajectories, *env.spaces(), metadata=meta, columns=columns if ranked else None)
     save_dataset(ds, run_dir / "dataset")
     video = write_video(frames, run_dir / PREVIEW, cfg.video.fps) if frames else None
-    card = dataset_card(json.loads(ds.info.description)["rlhp"], cfg.push_to_hub.repo_id,
-                        PREVIEW if video else None)
+    card = dataset_card(dataset_metadata(ds), cfg.push_to_hub.repo_id, PREVIEW if video else None)
     card.save(run_dir / "README.md")
-    result = {**summary(expert_episodes), "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
+    result = {**expert_stats, "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
               "episodes_saved": len(trajectories), "wall_s": round(time.perf_counter() - start, 1)}
     if cfg.push_to_hub.repo_id:
         staged = stage_for_hub(ds, run_dir / "hub", card, video)

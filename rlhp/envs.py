@@ -94,3 +94,9 @@ class GymEnv:
     def make_single(self, **overrides: Any) -> gym.Env:
         """One unwrapped-by-vec copy, e.g. for rendering or inspecting spaces."""
         return gym.make(self.id, **self._kwargs(overrides))
+
+    def spaces(self) -> tuple[gym.Space, gym.Space]:
+        """The observation and action spaces (from a copy made and closed for the purpose)."""
+        probe = self.make_single()
+        probe.close()
+        return probe.observation_space, probe.action_space

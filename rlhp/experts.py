@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,10 @@ class _Progress(BaseCallback):
 
 
 def _check_spaces(model: BaseAlgorithm, env: GymEnv, key: str, source: str) -> None:
-    probe = env.make_single()
-    probe.close()
-    for name in ("observation_space", "action_space"):
-        if getattr(model, name) != getattr(probe, name):
+    for name, space in zip(("observation_space", "action_space"), env.spaces()):
+        if getattr(model, name) != space:
             raise ConfigError(key, f"{source} was trained with {name} {getattr(model, name)}, but env "
-                              f"{env.id!r} has {getattr(probe, name)}; set the matching env")
+                              f"{env.id!r} has {space}; set the matching env")
 
 
 def _load_model(algo: str, path: Path, key: str) -> BaseAlgorithm:
@@ -98,11 +97,9 @@ def _load_model(algo: str, path: Path, key: str) -> BaseAlgorithm:
                           f"({type(err).__name__}: {err})") from None
 
 
-def _load_normalizer(path: Path | None, env: GymEnv, key: str) -> VecNormalize | None:
+def _load_normalizer(path: Path | None, env: GymEnv) -> VecNormalize | None:
     if path is None:
         return None
-    if not path.is_file():
-        raise ConfigError(key, f"{str(path)!r} does not exist")
     norm = VecNormalize.load(str(path), env.make(seed=0, n_envs=1))
     norm.training = False  # collection must not move the expert's statistics
     return norm
@@ -140,7 +137,32 @@ class TrainedExpert:
         return out + [Snapshot(model, model.num_timesteps, info=info)]
 
 
-class ZipExpert:
+class _LoadedExpert:
+    """An expert loaded from files: no training checkpoints; the model is checked against the env
+    and copied to ``expert.zip``."""
+
+    algo: str
+    key: str  # the config key that names the files, for errors
+    env: GymEnv
+
+    def _files(self) -> tuple[Path, Path | None, str]:
+        """The model's .zip, its VecNormalize statistics (or None), and where they came from."""
+        raise NotImplementedError
+
+    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
+        """The loaded model, with its normalisation when it has one."""
+        if checkpoints:
+            raise ConfigError("ranked.checkpoints", "needs an expert trained here; for a loaded expert rank by "
+                              "noise instead, e.g. ranked.epsilons=[1.0,0.5,0.0]")
+        model_path, stats, source = self._files()
+        model = _load_model(self.algo, model_path, self.key)
+        _check_spaces(model, self.env, self.key, source)
+        model.save(folder / "expert.zip")
+        info = {"algorithm": type(model).__name__, "source": source}
+        return [Snapshot(model, model.num_timesteps, _load_normalizer(stats, self.env), info)]
+
+
+class ZipExpert(_LoadedExpert):
     """An SB3 model saved as a ``.zip`` (``model.save``), optionally with its VecNormalize statistics.
 
     Args:
@@ -150,22 +172,17 @@ class ZipExpert:
         vec_normalize: ``vec_normalize.pkl`` when the model was trained on normalised observations.
     """
 
+    key = "expert.path"
+
     def __init__(self, path: str, algo: str, env: GymEnv, vec_normalize: str | None = None) -> None:
         self.path = Path(path).expanduser()
         self.algo, self.env = algo.lower(), env
         self.vec_normalize = Path(vec_normalize).expanduser() if vec_normalize else None
 
-    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
-        """The loaded model (copied to ``expert.zip``); a loaded expert has no training checkpoints."""
-        if checkpoints:
-            raise ConfigError("ranked.checkpoints", "needs an expert trained here; for a loaded expert rank by "
-                              "noise instead, e.g. ranked.epsilons=[1.0,0.5,0.0]")
-        model = _load_model(self.algo, self.path, "expert.path")
-        _check_spaces(model, self.env, "expert.path", str(self.path))
-        model.save(folder / "expert.zip")
-        info = {"algorithm": type(model).__name__, "source": str(self.path)}
-        return [Snapshot(model, model.num_timesteps, _load_normalizer(self.vec_normalize, self.env,
-                                                                       "expert.vec_normalize"), info)]
+    def _files(self) -> tuple[Path, Path | None, str]:
+        if self.vec_normalize is not None and not self.vec_normalize.is_file():
+            raise ConfigError("expert.vec_normalize", f"{str(self.vec_normalize)!r} does not exist")
+        return self.path, self.vec_normalize, str(self.path)
 
 
 _ZOO_NAME = re.compile(r"^(?P<algo>[a-z0-9]+)-(?P<env>.+)$")
@@ -182,7 +199,12 @@ _ZooConfigLoader.add_constructor(
 )
 
 
-class HubExpert:
+def _read_zoo_yaml(path: Path) -> dict[str, Any]:
+    """A zoo repo's config.yml or env_kwargs.yml; {} when the repo has none."""
+    return (yaml.load(path.read_text(), _ZooConfigLoader) or {}) if path.is_file() else {}
+
+
+class HubExpert(_LoadedExpert):
     """A model repo in rl-baselines3-zoo's layout: ``{algo}-{env}.zip``, ``config.yml``,
     ``env_kwargs.yml`` and, when trained with normalisation, ``vec_normalize.pkl``.
 
@@ -192,16 +214,20 @@ class HubExpert:
         revision: branch, tag or commit on the Hub.
     """
 
+    key = "expert.repo_id"
+
     def __init__(self, repo_id: str, env: GymEnv | None = None, revision: str | None = None) -> None:
         name = Path(repo_id).name
         match = _ZOO_NAME.match(name)
         if not match or match["algo"] not in ALGOS:
-            raise ConfigError("expert.repo_id", f"{repo_id!r} is not named like a zoo repo '<algo>-<env id>' "
+            raise ConfigError(self.key, f"{repo_id!r} is not named like a zoo repo '<algo>-<env id>' "
                               f"with algo one of {', '.join(ALGOS)}, e.g. sb3/ppo-CartPole-v1")
         self.repo_id, self.name, self.algo, self.revision = repo_id, name, match["algo"], revision
         self._env_id, self._env = match["env"], env
 
-    def _folder(self) -> Path:
+    @cached_property
+    def folder(self) -> Path:
+        """The repo's files: the local folder itself, or a download (once) into the Hub cache."""
         local = Path(self.repo_id).expanduser()
         if local.is_dir():
             return local
@@ -209,41 +235,26 @@ class HubExpert:
             return Path(snapshot_download(self.repo_id, revision=self.revision,
                                           allow_patterns=["*.zip", "*.yml", "vec_normalize.pkl"]))
         except (HfHubHTTPError, OfflineModeIsEnabled, OSError, ValueError) as err:
-            raise ConfigError("expert.repo_id", f"could not download model repo {self.repo_id!r} from the Hub "
+            raise ConfigError(self.key, f"could not download model repo {self.repo_id!r} from the Hub "
                               f"({type(err).__name__}: {err}); check the id, your network or HF_TOKEN") from None
 
     @property
     def env(self) -> GymEnv:
         """The env given in config, else the one the repo was trained on (with its env_kwargs.yml)."""
         if self._env is None:
-            folder = self._folder()
-            kwargs_file = folder / "env_kwargs.yml"
-            kwargs = yaml.load(kwargs_file.read_text(), _ZooConfigLoader) if kwargs_file.is_file() else {}
-            self._env = GymEnv(self._env_id, n_envs=8, kwargs=kwargs or {})
+            self._env = GymEnv(self._env_id, n_envs=8, kwargs=_read_zoo_yaml(self.folder / "env_kwargs.yml"))
         return self._env
 
-    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
-        """The repo's model (copied to ``expert.zip``), with its normalisation when it has one."""
-        if checkpoints:
-            raise ConfigError("ranked.checkpoints", "needs an expert trained here; for a Hub expert rank by "
-                              "noise instead, e.g. ranked.epsilons=[1.0,0.5,0.0]")
-        repo = self._folder()
-        config_file = repo / "config.yml"
-        config = yaml.load(config_file.read_text(), _ZooConfigLoader) if config_file.is_file() else {}
+    def _files(self) -> tuple[Path, Path | None, str]:
+        config = _read_zoo_yaml(self.folder / "config.yml")
         for key in _UNSUPPORTED_ZOO_KEYS:
             if config.get(key):
-                raise ConfigError("expert.repo_id", f"{self.repo_id!r} was trained with {key}={config[key]!r}, "
+                raise ConfigError(self.key, f"{self.repo_id!r} was trained with {key}={config[key]!r}, "
                                   "which rlhp-collect does not apply; its policy would see other observations")
-        model = _load_model(self.algo, repo / f"{self.name}.zip", "expert.repo_id")
-        _check_spaces(model, self.env, "expert.repo_id", self.repo_id)
-        model.save(folder / "expert.zip")
-        stats = repo / "vec_normalize.pkl"
+        stats = self.folder / "vec_normalize.pkl"
         if config.get("normalize") and not stats.is_file():
-            raise ConfigError("expert.repo_id", f"{self.repo_id!r} was trained with normalize but has no "
-                              "vec_normalize.pkl")
-        normalizer = _load_normalizer(stats if stats.is_file() else None, self.env, "expert.repo_id")
-        info = {"algorithm": type(model).__name__, "source": f"hf://{self.repo_id}"}
-        return [Snapshot(model, model.num_timesteps, normalizer, info)]
+            raise ConfigError(self.key, f"{self.repo_id!r} was trained with normalize but has no vec_normalize.pkl")
+        return self.folder / f"{self.name}.zip", stats if stats.is_file() else None, f"hf://{self.repo_id}"
 
 
 def epsilon_greedy(policy: Policy, action_space: Any, epsilon: float, rng: np.random.Generator) -> Policy:

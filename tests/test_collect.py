@@ -20,6 +20,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from rlhp.agents import rollout
 from rlhp.collect import check_quality
 from rlhp.config import ConfigError
+from rlhp.data import Trajectory
+from rlhp.data.hf import summary
 from rlhp.data.hub import open_trajectories
 from rlhp.envs import GymEnv
 from rlhp.experts import epsilon_greedy
@@ -50,11 +52,17 @@ def test_epsilon_greedy_replaces_that_share_of_actions():
     assert 0.3 < (acts != 0).mean() < 0.5  # half replaced, 4/5 of those by a non-zero action
 
 
+def returns_summary(*returns: float) -> dict:
+    """Summary statistics of one-step episodes with these returns."""
+    return summary([Trajectory(obs=np.zeros((2, 1)), acts=np.zeros(1), rews=np.array([r], np.float32),
+                               terminal=False) for r in returns])
+
+
 def test_quality_gate_refuses_with_the_measured_figure():
-    check_quality(np.array([480.0, 490.0]), 475)
-    check_quality(np.array([1.0]), None)
+    check_quality(returns_summary(480.0, 490.0), 475)
+    check_quality(returns_summary(1.0), None)
     with pytest.raises(ConfigError, match=r"`min_mean_return` is 475, .* over 2 episodes is 150.0 ± 50.0"):
-        check_quality(np.array([100.0, 200.0]), 475)
+        check_quality(returns_summary(100.0, 200.0), 475)
 
 
 @pytest.fixture
