@@ -1,42 +1,39 @@
-"""Console entry points; config lives in the repository's ``conf/`` folder."""
+"""Console entry points. The configs ship inside the package (``rlhp/conf/``), so any install finds them."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from rlhp.config import ConfigError
-from rlhp.loop import VariableHorizonError
-
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+from rlhp.errors import RlhpError
+from rlhp.logs import FILE_ONLY
 
 
 def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> object:
-    """Run ``fn``; a bad config ends with one clear line and exit code 2, not a traceback."""
+    """Run ``fn``; an rlhp error ends with one clear line and its own exit code, not a traceback."""
     try:
         return fn(cfg)
-    except (ConfigError, VariableHorizonError) as err:
-        logging.getLogger("rlhp").error("%s", err)
-        print(f"{command}: error: {err}", file=sys.stderr)
-        sys.exit(2)
+    except RlhpError as err:
+        logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
+        print(f"{command}: {err.kind}: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def train_main(cfg: DictConfig) -> float:
-    """``rlhp-train``: preference comparisons as configured in ``conf/train.yaml``."""
-    from rlhp.run import train
+    """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
+    from rlhp.run import train  # imported here so that --help and config errors answer fast
 
     return _run("rlhp-train", train, cfg)
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="collect")
+@hydra.main(version_base="1.3", config_path="conf", config_name="collect")
 def collect_main(cfg: DictConfig) -> float:
-    """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``conf/collect.yaml``."""
-    from rlhp.collect import collect
+    """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""
+    from rlhp.demos.collect import collect
 
     return _run("rlhp-collect", collect, cfg)["return_mean"]

@@ -9,13 +9,22 @@ import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
+from rlhp.errors import ConfigError, RlhpError
 
-class ConfigError(ValueError):
-    """A bad config value; the message names the key and how to fix it."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"config key `{key}` {problem}")
-        self.key = key
+OPTIMIZABLE = {
+    # eval.json
+    "true_return_mean": "the final policy's mean true return (deterministic episodes)",
+    "true_return_std": "its standard deviation",
+    "reward_correlation": "Pearson correlation of learned and true reward on held-out transitions",
+    # the last round's metrics
+    "reward_loss": "cross-entropy of the reward model on its training pairs",
+    "reward_accuracy": "share of training pairs whose preferred fragment the model ranks higher",
+    "gt_reward_loss": "cross-entropy of the true reward on the same pairs (a ceiling)",
+    "val_loss": "cross-entropy on the validation split (needs reward_trainer.val_split > 0)",
+    "val_accuracy": "accuracy on the validation split (needs reward_trainer.val_split > 0)",
+    "wall_s": "seconds spent in the loop",
+}
+"""What ``optimized_metric`` may name: the number ``train(cfg)`` returns to a sweeper."""
 
 
 def build(node: DictConfig, **context: Any) -> Any:
@@ -39,7 +48,7 @@ def build(node: DictConfig, **context: Any) -> Any:
         return hydra.utils.instantiate(node, **wanted)
     except InstantiationException as err:
         cause = err.__cause__
-        if isinstance(cause, ConfigError):
+        if isinstance(cause, RlhpError):
             raise cause from None
         if isinstance(cause, (ValueError, TypeError)):
             raise ConfigError(key, f"is invalid: {cause}") from None
@@ -98,6 +107,11 @@ def validate_train(cfg: DictConfig) -> None:
     _fraction(cfg, "reward_trainer.val_split", high_open=True)
     _fraction(cfg, "preference_model.noise_prob")
     _int(cfg, "reward_net.members", 1)
+    metric = cfg.optimized_metric
+    _require(cfg, "optimized_metric", metric is None or metric in OPTIMIZABLE,
+             f"must be null or one of {', '.join(OPTIMIZABLE)}, got {metric!r}")
+    _require(cfg, "optimized_metric", metric not in ("val_loss", "val_accuracy") or cfg.reward_trainer.val_split > 0,
+             f"is {metric}, which needs a validation split: set reward_trainer.val_split, e.g. 0.2")
     if "uncertainty_on" in cfg.fragmenter:
         choices = ("logit", "probability", "label")
         _require(cfg, "fragmenter.uncertainty_on", cfg.fragmenter.uncertainty_on in choices,

@@ -10,7 +10,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlhp.config import ConfigError
+from rlhp.errors import ConfigError
 
 FIXED_HORIZON_CARTPOLE = "rlhp/CartPole-FixedHorizon-v0"
 

@@ -8,9 +8,9 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from rlhp.config import ConfigError
 from rlhp.data import FragmentPairs, Trajectory
-from rlhp.preferences import preference_logprobs
+from rlhp.errors import RunError
+from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
 
 log = logging.getLogger(__name__)
@@ -29,12 +29,14 @@ class RandomFragmenter:
     Args:
         rng: random generator (seeded by the run).
         warning_threshold: warn when fewer than this many times the needed transitions exist
-            (fragments are drawn with replacement, so they would overlap heavily).
+            (fragments are drawn with replacement, so they would overlap heavily); the warning
+            is given once, later rounds log it to the log file only.
     """
 
     def __init__(self, rng: np.random.Generator, warning_threshold: float = 10) -> None:
         self.rng = rng
         self.warning_threshold = warning_threshold
+        self._warned = False
 
     def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
         """Return ``num_pairs`` random pairs."""
@@ -44,14 +46,15 @@ class RandomFragmenter:
             log.info("dropped %d of %d trajectories shorter than fragment_length=%d",
                      len(trajectories) - len(keep), len(trajectories), fragment_length)
         if not len(keep):
-            raise ConfigError("fragment_length",
-                f"({fragment_length}) is longer than every sampled trajectory "
-                f"(longest: {lengths.max(initial=0)} steps); lower it")
+            raise RunError(f"fragment_length ({fragment_length}) is longer than every sampled trajectory "
+                           f"(longest: {lengths.max(initial=0)} steps); lower it")
         trajs, lengths = [trajectories[i] for i in keep], lengths[keep]
         needed = 2 * num_pairs * fragment_length
         if lengths.sum() < self.warning_threshold * needed:
-            log.warning("only %d transitions for %d fragment pairs of length %d: fragments will overlap",
-                        lengths.sum(), num_pairs, fragment_length)
+            log.log(logging.INFO if self._warned else logging.WARNING,
+                    "only %d transitions for %d fragment pairs of length %d: fragments will overlap",
+                    lengths.sum(), num_pairs, fragment_length)
+            self._warned = True
         which = self.rng.choice(len(trajs), size=2 * num_pairs, p=lengths / lengths.sum())
         starts = self.rng.integers(0, lengths[which] - fragment_length + 1)
         # Index into the concatenation of all trajectories, so one gather builds every fragment.

@@ -1,8 +1,7 @@
-"""Run logging: metrics.csv always, Weights & Biases (offline by default) when configured."""
+"""Experiment trackers: Weights & Biases (offline by default), or none."""
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import Any
@@ -10,25 +9,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 
-class CSVMetrics:
-    """Appends one row per round to ``metrics.csv``, flushed at once so a crash loses nothing."""
-
-    COLUMNS = ["iteration", "timesteps", "comparisons", "reward_loss", "reward_accuracy", "gt_reward_loss",
-               "true_return_mean", "true_return_std", "label_entropy", "wall_s"]
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        with self.path.open("w", newline="") as f:
-            csv.writer(f).writerow(self.COLUMNS)
-
-    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
-        """Write the round's row (blank where a metric is absent)."""
-        with self.path.open("a", newline="") as f:
-            csv.writer(f).writerow([metrics.get(c, "") for c in self.COLUMNS])
-
-
 class NullLogger:
-    """Logs nothing (``logger=none``)."""
+    """Logs nothing (``logger=none``); the base of the trackers, called after every round like a callback."""
 
     def start(self, cfg: DictConfig, run_dir: Path) -> None:
         """Nothing to start."""

@@ -7,29 +7,27 @@ answered ones into the preference dataset, train the reward model, then train th
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
-import torch
 
-from rlhp.agents import TrajectorySource
-from rlhp.data import Trajectory
+from rlhp.data import PreferenceDataset, Trajectory
+from rlhp.errors import VariableHorizonError
+from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.fragments import Fragmenter
-from rlhp.gatherers import PreferenceGatherer, Querent
-from rlhp.preferences import PreferenceDataset
 from rlhp.schedules import apportion
+from rlhp.sources import TrajectorySource
 from rlhp.training import RewardTrainer
 
 log = logging.getLogger(__name__)
 
-
-class VariableHorizonError(ValueError):
-    """Terminal episodes of different lengths: their length would leak the reward."""
+Metrics = dict[str, float]
+RoundCallback = Callable[["PreferenceComparisons", Metrics], None]
+"""Called after every round with the loop and the round's metrics (logging, checkpoints, progress)."""
 
 
 def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
@@ -51,7 +49,7 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]
 class _PhaseClock:
     """``with clock("name"):`` adds the block's seconds to ``metrics["time_name_s"]``."""
 
-    def __init__(self, metrics: dict[str, float]) -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
 
     @contextlib.contextmanager
@@ -72,6 +70,7 @@ class PreferenceComparisons:
         comparisons: comparisons to query per round, round 0 first (see ``comparison_schedule``).
         total_timesteps: agent env steps over all rounds.
         fragment_length: steps per fragment.
+        rng: the generator shared by the parts (saved with the loop's state).
         transition_oversampling: sample this many times the transitions the fragments need.
         initial_epoch_multiplier: round 0 trains the reward model this many times longer.
         allow_variable_horizon: accept terminal episodes of different lengths.
@@ -79,11 +78,11 @@ class PreferenceComparisons:
 
     def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
-                 comparisons: list[int], total_timesteps: int, fragment_length: int,
+                 comparisons: list[int], total_timesteps: int, fragment_length: int, rng: np.random.Generator,
                  transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
                  allow_variable_horizon: bool = False) -> None:
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
-        self.dataset, self.reward_trainer = dataset, reward_trainer
+        self.dataset, self.reward_trainer, self.rng = dataset, reward_trainer, rng
         self.comparisons = comparisons
         # Cumulative step targets: what one round could not fit in whole rollouts, the next trains.
         self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(len(comparisons)))).tolist()
@@ -103,25 +102,25 @@ class PreferenceComparisons:
         """Gathering rounds: the initial one plus one per iteration."""
         return len(self.comparisons)
 
-    def run(self, callbacks: list[Callable[[PreferenceComparisons, dict], None]] = ()) -> dict[str, float]:
+    def run(self, callbacks: Sequence[RoundCallback] = ()) -> Metrics:
         """Run the remaining rounds, calling each callback with the round's metrics."""
-        metrics: dict[str, float] = {}
+        metrics: Metrics = {}
         while self.iteration < self.num_rounds:
             metrics = self.round()
             for callback in callbacks:
                 callback(self, metrics)
             self.iteration += 1
-        if self.timesteps != self.total_timesteps and hasattr(self.source, "train"):
+        if self.source.agent is not None and self.timesteps != self.total_timesteps:
             log.info("trained %d agent steps of total_timesteps=%d: the agent trains whole rollouts "
                      "(make total_timesteps a multiple of the rollout size to train it exactly)",
                      self.timesteps, self.total_timesteps)
         return metrics
 
-    def round(self) -> dict[str, float]:
+    def round(self) -> Metrics:
         """One round of sample, fragment, query, gather, train reward, train agent."""
         start = time.perf_counter()
         k, n = self.iteration, self.comparisons[self.iteration]
-        metrics: dict[str, float] = {"iteration": k}
+        metrics: Metrics = {"iteration": k}
         clock = _PhaseClock(metrics)
         if n > 0:
             steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
@@ -138,41 +137,47 @@ class PreferenceComparisons:
         if answered is not None:
             self.dataset.push(answered, labels, ids)
         metrics["comparisons"] = len(self.dataset)
-        if hasattr(self.gatherer, "last_entropy"):
-            metrics["label_entropy"] = self.gatherer.last_entropy
+        metrics.update(self.gatherer.metrics())
         if len(self.dataset):
             multiplier = self.initial_epoch_multiplier if k == 0 else 1.0
             with clock("reward_training"):
                 metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
-        if hasattr(self.source, "train"):
+        agent = self.source.agent
+        if agent is not None:
             wanted = self.timestep_targets[k] - self.timesteps
             if wanted > 0:
                 with clock("agent_training"):
-                    self.timesteps += self.source.train(wanted)
-            returns = self.source.last_returns
-            if len(returns):
-                metrics.update(true_return_mean=float(returns.mean()), true_return_std=float(returns.std()))
+                    report = agent.train(wanted)
+                self.timesteps += report.steps
+                if len(report.returns):
+                    metrics.update(true_return_mean=float(report.returns.mean()),
+                                   true_return_std=float(report.returns.std()))
         metrics["timesteps"] = self.timesteps
         self.wall_s += time.perf_counter() - start
         metrics["wall_s"] = self.wall_s
         return metrics
 
-    def save(self, path: str | Path, reward_net_config: dict) -> None:
-        """Write the loop's whole state: everything a resume needs to carry on."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        net = self.reward_trainer.net
-        torch.save({"state_dict": net.state_dict(), "config": reward_net_config}, path / "reward_net.pt")
-        torch.save({"optimizer": self.reward_trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
-                   path / "trainer.pt")
-        if hasattr(self.source, "save"):
-            self.source.save(str(path / "agent.zip"))
-        if len(self.dataset):
-            self.dataset.save(path / "preferences")
-        state = {
-            "iteration": self.iteration, "timesteps": self.timesteps, "comparisons": self.comparisons,
-            "timestep_targets": self.timestep_targets, "episode_lengths": self.episode_lengths,
-            "next_query_id": self.querent.next_id, "wall_s": self.wall_s,
-            "rng": self.reward_trainer.rng.bit_generator.state,
+    def state_dict(self) -> dict[str, Any]:
+        """The loop's counters, the shared generator and every part's state: what a resume needs."""
+        return {
+            "iteration": self.iteration, "timesteps": self.timesteps, "comparisons": list(self.comparisons),
+            "timestep_targets": list(self.timestep_targets), "episode_lengths": dict(self.episode_lengths),
+            "wall_s": self.wall_s, "rng": self.rng.bit_generator.state,
+            "querent": self.querent.state_dict(), "gatherer": self.gatherer.state_dict(),
+            "dataset": self.dataset.state_dict(), "reward_trainer": self.reward_trainer.state_dict(),
+            "source": self.source.state_dict(),
         }
-        (path / "state.json").write_text(json.dumps(state, indent=1, default=int))
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the schedule comes from the config and must match)."""
+        if list(state["comparisons"]) != list(self.comparisons):
+            raise ValueError(f"the saved schedule {state['comparisons']} differs from this config's "
+                             f"{self.comparisons}")
+        self.iteration, self.timesteps, self.wall_s = state["iteration"], state["timesteps"], state["wall_s"]
+        self.episode_lengths = {int(k): bool(v) for k, v in state["episode_lengths"].items()}
+        self.rng.bit_generator.state = state["rng"]
+        self.querent.load_state_dict(state["querent"])
+        self.gatherer.load_state_dict(state["gatherer"])
+        self.dataset.load_state_dict(state["dataset"])
+        self.reward_trainer.load_state_dict(state["reward_trainer"])
+        self.source.load_state_dict(state["source"])

@@ -6,16 +6,15 @@ whole ensemble is one forward and one backward pass.
 
 from __future__ import annotations
 
-import logging
+from typing import Any
 
 import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs
-from rlhp.preferences import PreferenceDataset, discounted_returns, preference_logprobs
+from rlhp.data.preferences import PreferenceDataset
+from rlhp.preference_model import discounted_returns, preference_logprobs
 from rlhp.rewards import RewardNet
-
-log = logging.getLogger(__name__)
 
 
 class RewardTrainer:
@@ -48,6 +47,15 @@ class RewardTrainer:
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The reward net's and the optimiser's state (weight decay adapted so far included)."""
+        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.net.load_state_dict(state["net"])
+        self.optimizer.load_state_dict(state["optimizer"])
 
     def losses(self, returns: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-pair cross-entropy and correctness for returns (..., 2) and labels (...)."""

@@ -8,20 +8,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
+from hydra import compose, initialize_config_module
 
-from rlhp.data import FragmentPairs
+from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.preferences import PreferenceDataset, preference_logprobs
+from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
+from rlhp.run import build_loop
 from rlhp.training import RewardTrainer
 
 PAIRS, LENGTH, BATCH = 1000, 50, 32
-CONF = Path(__file__).resolve().parent.parent / "conf"
 
 
 def cartpole_pairs(seed: int = 0) -> tuple[PreferenceDataset, GymEnv]:
@@ -36,7 +35,7 @@ def cartpole_pairs(seed: int = 0) -> tuple[PreferenceDataset, GymEnv]:
 
 
 def make_net(members: int) -> RewardNet:
-    """The reward net as ``conf/reward_net`` builds it, on CartPole's spaces."""
+    """The reward net as ``rlhp/conf/reward_net`` builds it, on CartPole's spaces."""
     env = GymEnv(FIXED_HORIZON_CARTPOLE).make_single()
     kwargs = {"hidden_sizes": [32, 32], "use_action": True, "input_clip": 5.0, "normalize_input": False}
     return RewardNet(env.observation_space, env.action_space, members=members, **kwargs)
@@ -102,9 +101,7 @@ def per_pair_loop(train: bool) -> float:
 
 def loop_round() -> dict[str, float]:
     """Seconds per phase of round 1 of the default CartPole loop (after the initial round)."""
-    from rlhp.run import build_loop
-
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+    with initialize_config_module("rlhp.conf", version_base="1.3"):
         cfg = compose("train", overrides=["logger=none"])
     loop = build_loop(cfg)
     loop.round()

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
+from hydra import compose, initialize_config_module
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, open_dict
 
 from rlhp.data import FragmentPairs, Trajectory
 
@@ -28,3 +33,14 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
     obs = (offset + np.arange(length + 1, dtype=np.float32))[:, None]
     return Trajectory(obs=obs, acts=np.arange(length) % 2, rews=obs[:-1, 0].copy(), terminal=terminal,
                       infos=[{"t": t} for t in range(length)])
+
+
+def composed(config: str, overrides: list[str], run_dir: Path) -> DictConfig:
+    """``config`` composed with ``overrides`` as the command line would, and set as the current Hydra
+    config with ``run_dir`` as the run folder (what ``@hydra.main`` does before calling the task)."""
+    with initialize_config_module("rlhp.conf", version_base="1.3"):
+        cfg = compose(config, overrides=overrides, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.runtime.output_dir = str(run_dir)
+    HydraConfig.instance().set_config(cfg)
+    return cfg

@@ -11,8 +11,7 @@ from conftest import run_cli
 from stable_baselines3 import PPO
 from test_hub import imitation_dataset
 
-from rlhp.data import load_trajectories
-from rlhp.preferences import PreferenceDataset
+from rlhp.data import PreferenceDataset, load_trajectories
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,7 @@ def test_default_run_writes_everything(train):
     metrics = rows(run_dir)
     assert [int(r["iteration"]) for r in metrics] == [0, 1, 2]
     assert int(metrics[-1]["comparisons"]) == 20
-    assert int(metrics[-1]["timesteps"]) == 2048  # debug: 2 envs x 128 steps divide it exactly
+    assert int(metrics[-1]["timesteps"]) == 2048  # debug: 4 envs x 128 steps divide it exactly
     for name in ("iter_0000", "iter_0002", "final"):
         ckpt = run_dir / "checkpoints" / name
         agent = PPO.load(ckpt / "agent.zip", device="cpu")
@@ -133,12 +132,15 @@ def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
     (tmp_path / "empty").mkdir()
     arrow = next((source / "trajectories").glob("*.arrow"))
     arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
-    for path, message in ((tmp_path / "nope", "does not exist"),
-                          (tmp_path / "empty", "is not a dataset: no save_to_disk files (state.json) and no Parquet"),
+    _, proc = train("trajectories=dataset", f"trajectories.path={tmp_path / 'nope'}", name="bad", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"rlhp-train: config error: config key `trajectories.path` '{tmp_path / 'nope'}' does not exist" \
+        in proc.stderr
+    for path, message in ((tmp_path / "empty", "is not a dataset: no save_to_disk files (state.json) and no Parquet"),
                           (source / "trajectories", "could not be read, the Arrow data may be truncated")):
         _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)
-        assert proc.returncode == 2 and f"config key `trajectories.path` '{path}'" in proc.stderr
-        assert message in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.returncode == 3 and f"rlhp-train: data error: '{path}' {message}" in proc.stderr
+        assert "Traceback" not in proc.stderr
     _, proc = train("trajectories=dataset", f"trajectories.path={source / 'checkpoints' / 'final' / 'preferences'}",
                     name="bad", check=False)
     assert "not a trajectory dataset" in proc.stderr
@@ -148,7 +150,7 @@ def test_dataset_from_another_env_is_refused(train):
     source, _ = train(name="source")
     _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
                     f"trajectories.path={source / 'trajectories'}", name="bad", check=False)
-    assert proc.returncode == 2 and "was recorded with observation_space" in proc.stderr
+    assert proc.returncode == 3 and "was recorded with observation_space" in proc.stderr
 
 
 def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tmp_path):
@@ -158,4 +160,4 @@ def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tm
     assert (run_dir / "checkpoints" / "final" / "reward_net.pt").exists()
     _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}",
                     name="bad", check=False)
-    assert proc.returncode == 2 and "has observation of shape (4,) per step, but env 'Pendulum-v1'" in proc.stderr
+    assert proc.returncode == 3 and "has observation of shape (4,) per step, but env 'Pendulum-v1'" in proc.stderr

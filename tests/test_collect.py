@@ -6,7 +6,6 @@ import sys
 from collections import OrderedDict
 
 import datasets
-import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
 import pytest
@@ -17,14 +16,13 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlhp.agents import rollout
-from rlhp.collect import check_quality
-from rlhp.config import ConfigError
 from rlhp.data import Trajectory
 from rlhp.data.hf import summary
 from rlhp.data.hub import open_trajectories
+from rlhp.demos.collect import check_quality
 from rlhp.envs import GymEnv
-from rlhp.experts import epsilon_greedy
+from rlhp.errors import RunError
+from rlhp.rollout import rollout
 
 QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",
          "expert.env.n_envs=2", "expert.algorithm.n_steps=64", "expert.algorithm.batch_size=64",
@@ -42,16 +40,6 @@ def test_rollout_collects_whole_episodes_in_equal_shares():
     assert sum(map(len, steps)) >= 100 and sum(map(len, steps[:-3])) < 100
 
 
-def test_epsilon_greedy_replaces_that_share_of_actions():
-    space = gym.spaces.Discrete(5)
-    space.seed(0)
-    always_zero = lambda obs: np.zeros(len(obs), dtype=np.int64)  # noqa: E731
-    assert epsilon_greedy(always_zero, space, 0.0, np.random.default_rng(0)) is always_zero
-    noisy = epsilon_greedy(always_zero, space, 0.5, np.random.default_rng(0))
-    acts = np.concatenate([noisy(np.zeros((100, 1))) for _ in range(20)])
-    assert 0.3 < (acts != 0).mean() < 0.5  # half replaced, 4/5 of those by a non-zero action
-
-
 def returns_summary(*returns: float) -> dict:
     """Summary statistics of one-step episodes with these returns."""
     return summary([Trajectory(obs=np.zeros((2, 1)), acts=np.zeros(1), rews=np.array([r], np.float32),
@@ -61,7 +49,7 @@ def returns_summary(*returns: float) -> dict:
 def test_quality_gate_refuses_with_the_measured_figure():
     check_quality(returns_summary(480.0, 490.0), 475)
     check_quality(returns_summary(1.0), None)
-    with pytest.raises(ConfigError, match=r"`min_mean_return` is 475, .* over 2 episodes is 150.0 ± 50.0"):
+    with pytest.raises(RunError, match=r"quality gate: .* over 2 episodes is 150.0 ± 50.0, below min_mean_return=475"):
         check_quality(returns_summary(100.0, 200.0), 475)
 
 
@@ -172,7 +160,6 @@ def test_zoo_layout_hub_repo_with_normalisation(collect, tmp_path):
     (["ranked.checkpoints=[10]", "ranked.epsilons=[0.5]"], "config key `ranked` sets both"),
     (["expert=zip"], "config key `expert.path` is required with expert=zip"),
     (["expert=zip", "expert.path=/no/such.zip"], "config key `expert.path` '/no/such.zip' does not exist"),
-    (["expert=zip", "expert.path=README.md"], "is not a PPO model saved by stable-baselines3"),
     (["expert=zip", "expert.path=x.zip", "expert.algo=ppg"], "names algorithm 'ppg'; use one of a2c"),
     (["expert=hub", "expert.repo_id=someone/cartpole"], "is not named like a zoo repo"),
     (["min_mean_return=abc"], "config key `min_mean_return` must be a number or null"),
@@ -184,11 +171,20 @@ def test_bad_collect_config_fails_with_a_message_naming_the_key(collect, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_file_that_is_no_model_is_a_data_error(collect, tmp_path):
+    (tmp_path / "README.md").write_text("not a model")
+    _, proc = collect("expert=zip", "expert.path=README.md", check=False)
+    assert proc.returncode == 3 and "rlhp-collect: data error: 'README.md' (from expert.path) is not a PPO model" \
+        in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
 def test_quality_gate_and_zoo_wrappers_refuse_to_save(collect, tmp_path):
     run_dir, proc = collect(*QUICK[:-5], "expert.total_timesteps=256", "expert.env.n_envs=2",
                             "expert.algorithm.n_steps=64", "expert.algorithm.batch_size=64",
                             "min_mean_return=475", check=False)
-    assert proc.returncode == 2 and "refusing to save" in proc.stderr and "over 4 episodes is" in proc.stderr
+    assert proc.returncode == 5 and "rlhp-collect: run error: quality gate" in proc.stderr
+    assert "refusing to save" in proc.stderr and "over 4 episodes is" in proc.stderr
     assert (run_dir / "expert.zip").exists() and not (run_dir / "dataset").exists()
     repo = zoo_repo(tmp_path, normalize=False, frame_stack=4)
     _, proc = collect("expert=hub", f"expert.repo_id={repo}", name="stacked", check=False)
@@ -199,7 +195,8 @@ def test_quality_gate_and_zoo_wrappers_refuse_to_save(collect, tmp_path):
 def test_push_without_network_keeps_dataset_and_staged_repo(collect, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir, proc = collect(*QUICK, "video.episodes=1", "push_to_hub.repo_id=me/cartpole-demos", check=False)
-    assert proc.returncode == 2 and "hf upload me/cartpole-demos" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 4 and "rlhp-collect: network error: upload" in proc.stderr
+    assert "hf upload me/cartpole-demos" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in (run_dir / "hub").iterdir()) == ["README.md", "data", "preview.mp4"]
     assert 'load_dataset("me/cartpole-demos"' in (run_dir / "hub" / "README.md").read_text()
     staged, _ = open_trajectories(run_dir / "hub")

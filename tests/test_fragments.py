@@ -3,8 +3,9 @@ import pytest
 import torch
 from helpers import spaces, trajectory
 
+from rlhp.errors import RunError
 from rlhp.fragments import ActiveSelectionFragmenter, RandomFragmenter
-from rlhp.preferences import preference_logprobs
+from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
 
 
@@ -28,7 +29,7 @@ def test_short_trajectories_dropped_and_error_when_none_fit(caplog):
     with caplog.at_level("INFO"):
         pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 10, 8)
     assert (pairs.obs >= 100).all() and "dropped 1 of 2" in caplog.text
-    with pytest.raises(ValueError, match="`fragment_length` .50. is longer than every sampled trajectory"):
+    with pytest.raises(RunError, match=r"fragment_length \(50\) is longer than every sampled trajectory"):
         RandomFragmenter(np.random.default_rng(0))(trajs, 50, 2)
 
 

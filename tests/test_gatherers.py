@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from helpers import random_pairs
 
-from rlhp.gatherers import Querent, SyntheticGatherer
+from rlhp.feedback import Querent, SyntheticGatherer
 
 
 def with_returns(r1: list[float], r2: list[float]):

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_data import SPACES, assert_nested_equal, stacked
 
-from rlhp.config import ConfigError
 from rlhp.data import Trajectory, trajectories_to_dataset
 from rlhp.data.hf import dataset_metadata
 from rlhp.data.hub import dataset_card, open_trajectories, push_to_hub, stage_for_hub
 from rlhp.data.spaces import space_from_json
+from rlhp.errors import ConfigError, DataError, NetworkError
 
 META = {"env_id": "CartPole-v1", "policy": {"name": "ppo_cartpole", "algorithm": "PPO", "source": "trained",
                                             "training_steps": 1000},
@@ -102,7 +102,7 @@ def test_push_failure_keeps_files_and_says_how_to_upload(tmp_path, monkeypatch):
     folder, _ = staged(tmp_path, [trajectory(3)], None, None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
-    with pytest.raises(ConfigError, match="hf upload me/demos .* --repo-type dataset"):
+    with pytest.raises(NetworkError, match="hf upload me/demos .* --repo-type dataset"):
         push_to_hub(folder, "me/demos")
     assert (folder / "README.md").exists()
     with pytest.raises(ConfigError, match="is not a repo id"):
@@ -150,13 +150,15 @@ def test_bad_sources_name_the_source_and_the_problem(tmp_path, monkeypatch):
     (tmp_path / "notes" / "a.txt").write_text("hi")
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
     datasets.Dataset.from_dict({"x": [1, 2]}).save_to_disk(str(tmp_path / "other"))
-    cases = [(tmp_path / "missing" / "x", "does not exist"),
-             (tmp_path / "notes", "is not a dataset: no save_to_disk files"),
-             (tmp_path / "bad.parquet", "Parquet files that could not be read"),
-             (tmp_path / "other", "has no column(s) ['acts', 'obs', 'terminal']"),
-             ("nobody/no-such-dataset", "loading it as a Hub dataset repo failed")]
-    for source, message in cases:
-        with pytest.raises(ConfigError) as err:
+    cases = [(tmp_path / "missing" / "x", ConfigError, "does not exist"),
+             (tmp_path / "notes", DataError, "is not a dataset: no save_to_disk files"),
+             (tmp_path / "bad.parquet", DataError, "Parquet files that could not be read"),
+             (tmp_path / "other", DataError, "has no column(s) ['acts', 'obs', 'terminal']"),
+             ("nobody/no-such-dataset", NetworkError, "loading it as a Hub dataset repo failed")]
+    for source, error, message in cases:
+        with pytest.raises(error) as err:
             open_trajectories(source, key="trajectories.path")
         assert str(source) in str(err.value) and message in str(err.value)
-        assert err.value.key == "trajectories.path"
+    # Only a path that points nowhere is a mistake in the config key itself.
+    with pytest.raises(ConfigError, match="config key `trajectories.path`"):
+        open_trajectories(tmp_path / "missing", key="trajectories.path")

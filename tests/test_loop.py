@@ -1,7 +1,20 @@
+"""The loop with small fake parts (one source, one agent, one half-answering gatherer), and its checks."""
+
+import math
+
+import numpy as np
 import pytest
+from gymnasium import spaces
 from helpers import trajectory
 
-from rlhp.loop import VariableHorizonError, check_fixed_horizon
+from rlhp.data import PreferenceDataset
+from rlhp.errors import VariableHorizonError
+from rlhp.feedback import PreferenceGatherer, Querent
+from rlhp.fragments import RandomFragmenter
+from rlhp.loop import PreferenceComparisons, check_fixed_horizon
+from rlhp.rewards import RewardNet
+from rlhp.sources import Agent, AgentReport, TrajectorySource
+from rlhp.training import RewardTrainer
 
 
 def test_fixed_horizon_check():
@@ -12,3 +25,112 @@ def test_fixed_horizon_check():
         check_fixed_horizon([trajectory(7, terminal=True)], lengths)
     # Time-limit truncations of different lengths alone are no leak.
     check_fixed_horizon([trajectory(3), trajectory(5)], {})
+
+
+class FakeAgent(Agent):
+    """Trains nothing; counts what it is asked for, in whole rollouts of 100 steps."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    @property
+    def rollout_steps(self) -> int:
+        return 100
+
+    def train(self, steps: int) -> AgentReport:
+        self.asked.append(steps)
+        return AgentReport(steps - steps % 100, np.array([1.0, 3.0]))
+
+
+class FakeSource(TrajectorySource):
+    """Trajectories of 50 steps whose reward rises along the episode; records each request."""
+
+    def __init__(self, agent: Agent | None) -> None:
+        self._agent, self.asked = agent, []
+
+    @property
+    def agent(self) -> Agent | None:
+        return self._agent
+
+    def sample(self, steps: int) -> list:
+        self.asked.append(steps)
+        return [trajectory(50, offset=i) for i in range(math.ceil(steps / 50))]
+
+    def held_out(self, steps: int) -> list:
+        return []
+
+
+class EvenIdsGatherer(PreferenceGatherer):
+    """A person who answers only the queries with even ids, preferring the first fragment."""
+
+    def answer(self, pairs, ids):
+        done = ids % 2 == 0
+        return done, np.ones(int(done.sum()), np.float32)
+
+    def metrics(self):
+        return {"pending": float(len(self.pending_ids))}
+
+
+class SpyTrainer(RewardTrainer):
+    def train(self, dataset, epoch_multiplier=1.0):
+        self.multipliers = [*getattr(self, "multipliers", []), epoch_multiplier]
+        return super().train(dataset, epoch_multiplier)
+
+
+def make_loop(agent: Agent | None, comparisons=(6, 4, 4), max_size=None, seed=0) -> PreferenceComparisons:
+    rng = np.random.default_rng(seed)
+    net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
+    return PreferenceComparisons(
+        source=FakeSource(agent), fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
+        gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
+        comparisons=list(comparisons), total_timesteps=1000, fragment_length=5, rng=rng,
+        transition_oversampling=1.5, initial_epoch_multiplier=7)
+
+
+def test_rounds_follow_the_schedule_and_carry_timesteps_over():
+    agent = FakeAgent()
+    loop = make_loop(agent)
+    rows = []
+    loop.run([lambda lp, m: rows.append(m)])
+    # Each round samples ceil(oversampling * 2 * n * fragment_length) transitions for its n pairs.
+    assert loop.source.asked == [math.ceil(1.5 * 2 * n * 5) for n in (6, 4, 4)]
+    # Half the queries (even ids) are answered; the rest stay pending, across rounds.
+    assert [r["comparisons"] for r in rows] == [3, 5, 7]
+    assert [r["pending"] for r in rows] == [3, 5, 7]
+    assert loop.gatherer.pending_ids.tolist() == [1, 3, 5, 7, 9, 11, 13]
+    assert loop.dataset.ids.tolist() == [0, 2, 4, 6, 8, 10, 12]
+    # The initial epoch multiplier applies in round 0 only.
+    assert loop.reward_trainer.multipliers == [7, 1.0, 1.0]
+    # Cumulative targets 334, 667, 1000: what round 0 could not fit in whole rollouts, round 1 asks for.
+    assert agent.asked == [334, 667 - 300, 1000 - 600]
+    assert [r["timesteps"] for r in rows] == [300, 600, 1000]
+    assert rows[-1]["true_return_mean"] == 2.0 and rows[-1]["true_return_std"] == 1.0
+    assert {"time_sample_s", "time_fragment_s", "time_gather_s", "time_reward_training_s",
+            "time_agent_training_s", "reward_loss", "reward_accuracy", "gt_reward_loss"} <= set(rows[0])
+
+
+def test_a_source_without_agent_trains_only_the_reward():
+    loop = make_loop(None)
+    final = loop.run()
+    assert loop.timesteps == 0 and final["timesteps"] == 0 and "true_return_mean" not in final
+    assert "time_agent_training_s" not in final and "reward_loss" in final
+
+
+def test_max_dataset_size_holds_inside_the_loop():
+    loop = make_loop(FakeAgent(), comparisons=(10, 10, 10), max_size=8)
+    loop.run()
+    assert len(loop.dataset) == 8 and loop.dataset.ids.tolist() == list(range(14, 30, 2))
+
+
+def test_state_round_trip_continues_as_the_original():
+    original, copy = make_loop(FakeAgent(), seed=0), make_loop(FakeAgent(), seed=1)
+    original.round()
+    original.iteration += 1
+    copy.load_state_dict(original.state_dict())
+    a, b = original.round(), copy.round()
+    drop = {k for k in a if k.startswith("time_") or k == "wall_s"}
+    assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
+    np.testing.assert_array_equal(original.dataset.labels, copy.dataset.labels)
+    assert original.gatherer.pending_ids.tolist() == copy.gatherer.pending_ids.tolist()
+    with pytest.raises(ValueError, match="schedule"):
+        make_loop(FakeAgent(), comparisons=(1, 2, 3)).load_state_dict(original.state_dict())

@@ -6,7 +6,8 @@ import pytest
 import torch
 from helpers import random_pairs
 
-from rlhp.preferences import PreferenceDataset, discounted_returns, preference_logprobs
+from rlhp.data import PreferenceDataset
+from rlhp.preference_model import discounted_returns, preference_logprobs
 
 
 def sigmoid(x: float) -> float:

@@ -3,8 +3,8 @@ import pytest
 import torch
 from helpers import random_pairs, spaces
 
-from rlhp.gatherers import SyntheticGatherer
-from rlhp.preferences import PreferenceDataset
+from rlhp.data import PreferenceDataset
+from rlhp.feedback import SyntheticGatherer
 from rlhp.rewards import RewardNet
 from rlhp.training import RewardTrainer
 

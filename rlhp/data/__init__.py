@@ -1,11 +1,13 @@
-"""Trajectories and their storage as Hugging Face datasets."""
+"""The data that flows through rlhp: trajectories, fragment pairs, preferences, and their storage."""
 
 from rlhp.data.hf import dataset_to_trajectories, load_trajectories, save_trajectories, trajectories_to_dataset
 from rlhp.data.pairs import FragmentPairs
+from rlhp.data.preferences import PreferenceDataset
 from rlhp.data.trajectory import Trajectory, TrajectoryRecorder
 
 __all__ = [
     "FragmentPairs",
+    "PreferenceDataset",
     "Trajectory",
     "TrajectoryRecorder",
     "dataset_to_trajectories",

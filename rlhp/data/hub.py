@@ -18,13 +18,18 @@ import yaml
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-from rlhp.config import ConfigError
 from rlhp.data.hf import dataset_metadata, dataset_to_trajectories
 from rlhp.data.spaces import space_from_json
 from rlhp.data.trajectory import Trajectory
+from rlhp.errors import ConfigError, DataError, NetworkError
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 PREVIEW = "preview.mp4"
+
+
+def is_repo_id(text: str) -> bool:
+    """Whether ``text`` has the shape of a Hub repo id, ``owner/name``."""
+    return bool(_REPO_ID.match(text))
 
 
 def _fmt(value: float) -> str:
@@ -98,7 +103,7 @@ def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, v
 
 def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: HfApi | None = None) -> str:
     """Create the *dataset* repo if needed and upload a staged folder in one commit; return its URL."""
-    if not _REPO_ID.match(repo_id):
+    if not is_repo_id(repo_id):
         raise ConfigError("push_to_hub.repo_id", f"{repo_id!r} is not a repo id like 'my-org/cartpole-expert'")
     api = api or HfApi()
     try:
@@ -106,10 +111,10 @@ def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: Hf
         api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
                           commit_message="Upload demonstrations with rlhp-collect")
     except (HfHubHTTPError, OfflineModeIsEnabled, OSError, ValueError) as err:
-        raise ConfigError("push_to_hub.repo_id", f"upload of {str(folder)!r} to dataset repo {repo_id!r} failed "
-                          f"({type(err).__name__}: {err}). The files are kept there; log in "
-                          f"(`hf auth login`) and upload them with `hf upload {repo_id} {folder} "
-                          "--repo-type dataset`") from None
+        raise NetworkError(f"upload of {str(folder)!r} to dataset repo {repo_id!r} failed "
+                           f"({type(err).__name__}: {err}). The files are kept there; log in "
+                           f"(`hf auth login`) and upload them with `hf upload {repo_id} {folder} "
+                           "--repo-type dataset`") from None
     return f"https://huggingface.co/datasets/{repo_id}"
 
 
@@ -127,30 +132,30 @@ def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
         try:
             ds = datasets.load_from_disk(str(path))
         except FileNotFoundError as err:
-            raise ConfigError(key, f"{where} is not a dataset saved with save_to_disk ({err})") from None
+            raise DataError(f"{where} is not a dataset saved with save_to_disk ({err})") from None
         except (OSError, pa.ArrowInvalid) as err:
-            raise ConfigError(key, f"{where} could not be read, the Arrow data may be truncated ({err})") from None
+            raise DataError(f"{where} could not be read, the Arrow data may be truncated ({err})") from None
         if isinstance(ds, datasets.DatasetDict):
             ds = ds["train"] if "train" in ds else next(iter(ds.values()))
         return ds, dataset_metadata(ds)
     if path.exists():
         files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
         if not files or any(f.suffix != ".parquet" for f in files):
-            raise ConfigError(key, f"{where} is not a dataset: no save_to_disk files (state.json) and no "
-                              "Parquet files in it")
+            raise DataError(f"{where} is not a dataset: no save_to_disk files (state.json) and no "
+                            "Parquet files in it")
         try:
             ds = datasets.Dataset.from_parquet([str(f) for f in files])
         except (OSError, pa.ArrowInvalid, ValueError) as err:
-            raise ConfigError(key, f"{where} has Parquet files that could not be read ({err})") from None
+            raise DataError(f"{where} has Parquet files that could not be read ({err})") from None
         card = (path if path.is_dir() else path.parent) / "README.md"
         return ds, _card_metadata(card) if card.exists() else {}
-    if not _REPO_ID.match(source):
+    if not is_repo_id(source):
         raise ConfigError(key, f"{where} does not exist (nor is it a Hub dataset repo id like 'org/name')")
     try:
         ds = datasets.load_dataset(source, split="train")
     except Exception as err:  # datasets wraps network, auth and format errors in many types
-        raise ConfigError(key, f"{source!r} is not a local path, and loading it as a Hub dataset repo failed "
-                          f"({type(err).__name__}: {err})") from None
+        raise NetworkError(f"{source!r} is not a local path, and loading it as a Hub dataset repo failed "
+                           f"({type(err).__name__}: {err})") from None
     return ds, _card_metadata(source)
 
 
@@ -160,11 +165,10 @@ def open_trajectories(source: str | Path, key: str = "path") -> tuple[list[Traje
     ds, meta = _open(str(source), key)
     missing = {"obs", "acts", "terminal"} - set(ds.column_names)
     if missing:
-        raise ConfigError(key, f"{str(source)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
+        raise DataError(f"{str(source)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
     if "rews" not in ds.column_names:
-        raise ConfigError(key, f"{str(source)!r} has no rews column: rlhp needs the true rewards to label "
-                          "and evaluate")
+        raise DataError(f"{str(source)!r} has no rews column: rlhp needs the true rewards to label and evaluate")
     try:
         return dataset_to_trajectories(ds, meta), meta
     except (pa.ArrowException, AttributeError, KeyError, ValueError, TypeError) as err:
-        raise ConfigError(key, f"{str(source)!r} is not a trajectory dataset (one episode per row): {err}") from None
+        raise DataError(f"{str(source)!r} is not a trajectory dataset (one episode per row): {err}") from None

@@ -1,0 +1,75 @@
+"""The preference dataset: labelled fragment pairs, saved as Arrow so they load without rlhp."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import pyarrow as pa
+
+from rlhp.data.arrow import from_fixed, to_fixed
+from rlhp.data.hf import save_dataset
+from rlhp.data.pairs import FragmentPairs
+
+
+class PreferenceDataset:
+    """Labelled fragment pairs, append-only, evicting the oldest beyond ``max_size``.
+
+    Labels are float32 of shape (n,): 1 prefers the first fragment, 0 the second, 0.5 neither.
+    """
+
+    def __init__(self, max_size: int | None = None) -> None:
+        self.max_size = max_size
+        self.pairs: FragmentPairs | None = None
+        self.labels = np.zeros(0, dtype=np.float32)
+        self.ids = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        """Number of labelled pairs."""
+        return len(self.labels)
+
+    def push(self, pairs: FragmentPairs, labels: np.ndarray, ids: np.ndarray) -> None:
+        """Append answered queries."""
+        if not isinstance(labels, np.ndarray) or labels.dtype != np.float32 or labels.shape != (len(pairs),):
+            raise ValueError(f"labels must be a float32 array of shape ({len(pairs)},), got "
+                             f"{getattr(labels, 'dtype', type(labels))} {getattr(labels, 'shape', '')}")
+        self.pairs = pairs if self.pairs is None else FragmentPairs.concat([self.pairs, pairs])
+        self.labels = np.concatenate([self.labels, labels])
+        self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
+        if self.max_size is not None and len(self) > self.max_size:
+            keep = slice(len(self) - self.max_size, None)
+            self.pairs, self.labels, self.ids = self.pairs[keep], self.labels[keep], self.ids[keep]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pairs, labels and ids (the arrays themselves, not copies)."""
+        return {"pairs": self.pairs, "labels": self.labels, "ids": self.ids}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.pairs, self.labels, self.ids = state["pairs"], state["labels"], state["ids"]
+
+    def save(self, path: str | Path) -> None:
+        """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp."""
+        path = Path(path)
+        if self.pairs is None:
+            raise ValueError("nothing to save: the preference dataset is empty")
+        columns = {f.name: to_fixed(getattr(self.pairs, f.name)) for f in fields(self.pairs)}
+        table = pa.table({"id": self.ids, "label": self.labels, **columns})
+        dtypes = {f.name: getattr(self.pairs, f.name).dtype.str for f in fields(self.pairs)}
+        info = datasets.DatasetInfo(description=json.dumps(dtypes))
+        save_dataset(datasets.Dataset(table, info=info), path)
+
+    @classmethod
+    def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:
+        """Read a dataset written by :meth:`save`."""
+        ds = datasets.load_from_disk(str(path))
+        dtypes = json.loads(ds.info.description)
+        table = ds.with_format("arrow")[:]
+        out = cls(max_size)
+        pairs = FragmentPairs(**{k: from_fixed(table[k], dt) for k, dt in dtypes.items()})
+        out.push(pairs, table["label"].to_numpy().astype(np.float32), table["id"].to_numpy())
+        return out

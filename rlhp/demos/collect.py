@@ -1,0 +1,124 @@
+"""``collect(cfg)``: an expert's demonstrations as a Hugging Face dataset, with a card and a preview video."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+from stable_baselines3.common.utils import set_random_seed
+from tqdm.auto import tqdm
+
+from rlhp.config import build, validate_collect
+from rlhp.data import Trajectory
+from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
+from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
+from rlhp.demos.experts import Snapshot
+from rlhp.errors import RunError
+from rlhp.logs import CONSOLE
+from rlhp.policies import mixed_policy
+from rlhp.rollout import rollout
+from rlhp.video import FrameRecorder, write_video
+
+log = logging.getLogger(__name__)
+
+
+def quality_levels(snapshots: list[Snapshot], cfg: DictConfig) -> list[tuple[Snapshot, float]]:
+    """(policy, epsilon) to collect from, worst first: checkpoints, noise levels, or just the expert."""
+    if cfg.ranked.epsilons:
+        return [(snapshots[-1], float(eps)) for eps in cfg.ranked.epsilons]
+    return [(snap, float(cfg.epsilon)) for snap in snapshots]
+
+
+def check_quality(stats: dict[str, float], gate: float | None) -> None:
+    """The quality gate: refuse to save demonstrations whose mean true return (``stats`` as from
+    :func:`~rlhp.data.hf.summary`) is below ``gate``."""
+    if gate is not None and stats["return_mean"] < gate:
+        raise RunError(f"quality gate: the expert's mean return over {stats['episodes']} episodes is "
+                       f"{stats['return_mean']:.1f} ± {stats['return_std']:.1f}, below min_mean_return={gate}; "
+                       "refusing to save. Train longer (expert.total_timesteps), try another seed, or lower "
+                       "min_mean_return (null: no gate). The expert is kept in expert.zip")
+
+
+def collect(cfg: DictConfig) -> dict:
+    """Obtain the expert, collect from each quality level, gate, and write dataset, card and video."""
+    validate_collect(cfg)
+    start = time.perf_counter()
+    torch.set_num_threads(cfg.torch_threads)
+    datasets.disable_progress_bars()
+    set_random_seed(cfg.seed)
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    expert = build(cfg.expert)
+    env = expert.env
+    log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", hydra_cfg.runtime.choices.get("expert"),
+             env.id, cfg.seed, run_dir, extra=CONSOLE)
+    snapshots = expert.snapshots(run_dir, cfg.seed, list(cfg.ranked.checkpoints))
+    levels = quality_levels(snapshots, cfg)
+    rng = np.random.default_rng(cfg.seed)
+
+    per_level = cfg.episodes or cfg.timesteps
+    bar = tqdm(total=per_level * len(levels), desc="collecting", unit="episode" if cfg.episodes else "step",
+               dynamic_ncols=True)
+    trajectories: list[Trajectory] = []
+    columns: dict[str, list] = {"rank": [], "checkpoint": [], "epsilon": []}
+    ranking, frames = [], []
+    for rank, (snap, eps) in enumerate(levels):
+        top = rank == len(levels) - 1
+        record = top and cfg.video.episodes > 0
+        venv = env.make(cfg.seed + 1000 * (rank + 1), n_envs=cfg.n_envs,
+                        **({"render_mode": "rgb_array"} if record else {}))
+        if record:  # only the first copy renders; cap at its share so every filmed episode is saved
+            share = -(-cfg.episodes // cfg.n_envs) if cfg.episodes else cfg.video.episodes
+            venv.envs[0] = recorder = FrameRecorder(venv.envs[0], min(cfg.video.episodes, share))
+        venv.action_space.seed(cfg.seed + rank)
+        policy = mixed_policy(snap.policy(cfg.deterministic), venv.action_space, rng, random_prob=eps)
+        got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0,
+                      on_episode=lambda t: bar.update(1 if cfg.episodes else len(t)))
+        venv.close()
+        if record:
+            frames = recorder.frames
+        stats = summary(got)
+        ranking.append({"rank": rank, "checkpoint": snap.steps, "epsilon": eps, **stats})
+        log.info("rank %d (checkpoint %d steps, epsilon %.2f): %d episodes, return %.1f ± %.1f", rank, snap.steps,
+                 eps, stats["episodes"], stats["return_mean"], stats["return_std"])
+        trajectories += got
+        for name, value in (("rank", rank), ("checkpoint", snap.steps), ("epsilon", eps)):
+            columns[name] += [value] * len(got)
+    bar.close()
+    expert_stats = stats  # the last level is the expert itself: the gate and the headline figures
+    check_quality(expert_stats, cfg.min_mean_return)
+
+    expert_snap = levels[-1][0]
+    meta = {
+        "env_id": env.id,
+        "policy": {"name": hydra_cfg.runtime.choices.get("expert"), **expert_snap.info,
+                   "training_steps": expert_snap.steps},
+        "collection": {"seed": cfg.seed, "deterministic": cfg.deterministic, "epsilon": cfg.epsilon,
+                       "episodes": cfg.episodes, "timesteps": cfg.timesteps,
+                       "overrides": list(hydra_cfg.overrides.task)},
+    }
+    ranked = len(levels) > 1
+    if ranked:
+        meta["ranking"] = ranking
+    ds = trajectories_to_dataset(trajectories, *env.spaces(), metadata=meta, columns=columns if ranked else None)
+    save_dataset(ds, run_dir / "dataset")
+    video = write_video(frames, run_dir / PREVIEW, cfg.video.fps) if frames else None
+    card = dataset_card(dataset_metadata(ds), cfg.push_to_hub.repo_id, PREVIEW if video else None)
+    card.save(run_dir / "README.md")
+    result = {**expert_stats, "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
+              "episodes_saved": len(trajectories), "wall_s": round(time.perf_counter() - start, 1)}
+    if cfg.push_to_hub.repo_id:
+        staged = stage_for_hub(ds, run_dir / "hub", card, video)
+        result["hub_url"] = push_to_hub(staged, cfg.push_to_hub.repo_id, cfg.push_to_hub.private)
+        log.info("pushed to %s", result["hub_url"], extra=CONSOLE)
+    (run_dir / "collect.json").write_text(json.dumps(result, indent=2))
+    log.info("saved %d episodes to %s: expert return %.1f ± %.1f (%.1f s)", len(trajectories), run_dir / "dataset",
+             result["return_mean"], result["return_std"], result["wall_s"], extra=CONSOLE)
+    return result

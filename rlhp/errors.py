@@ -1,0 +1,49 @@
+"""rlhp's error types: the CLI turns each into one clear line and its own exit code.
+
+This module imports nothing, so every layer (data, envs, parts, commands) can raise them.
+"""
+
+from __future__ import annotations
+
+
+class RlhpError(Exception):
+    """Base of the errors rlhp reports as one line, without a traceback."""
+
+    kind = "error"
+    exit_code = 1
+
+
+class ConfigError(RlhpError, ValueError):
+    """A bad config value; the message names the key and how to fix it."""
+
+    kind = "config error"
+    exit_code = 2
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"config key `{key}` {problem}")
+        self.key = key
+
+
+class DataError(RlhpError):
+    """A file or dataset that cannot be read, or does not fit the env (the message names the path)."""
+
+    kind = "data error"
+    exit_code = 3
+
+
+class NetworkError(RlhpError):
+    """A download or upload that failed (the message says what was kept and how to finish by hand)."""
+
+    kind = "network error"
+    exit_code = 4
+
+
+class RunError(RlhpError):
+    """A run that cannot go on, or whose result must not be kept (e.g. the quality gate)."""
+
+    kind = "run error"
+    exit_code = 5
+
+
+class VariableHorizonError(RunError):
+    """Terminal episodes of different lengths: their length would leak the reward."""

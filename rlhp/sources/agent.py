@@ -1,0 +1,108 @@
+"""The agent trainer: an SB3 algorithm trained on the learned reward, sampled for fragments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.type_aliases import TrainFrequencyUnit
+
+from rlhp.data import Trajectory, TrajectoryRecorder
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError
+from rlhp.policies import mixed_policy
+from rlhp.rewards import RewardNet
+from rlhp.rollout import rollout
+from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
+from rlhp.sources.reward_env import RewardVecEnvWrapper
+
+
+class AgentTrainer(TrajectorySource, Agent):
+    """Trains an SB3 agent on the learned reward and samples trajectories of its policy.
+
+    Args:
+        algorithm: builds the SB3 algorithm from ``env`` and ``seed`` (a partial from config).
+        env: the environment factory.
+        reward_net: the learned reward given to the agent.
+        seed: seeds the training env, the sampling env and the algorithm.
+        rng: random generator for exploration.
+        exploration_frac: share of sampled steps that come from the exploration policy.
+        switch_prob: per step, the chance that the exploration policy re-chooses its mode.
+        random_prob: when it re-chooses, the chance of acting uniformly at random.
+    """
+
+    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet, seed: int,
+                 rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
+                 random_prob: float = 0.5) -> None:
+        self.recorder = TrajectoryRecorder(env.n_envs)
+        self.venv = RewardVecEnvWrapper(env.make(seed), reward_net, self.recorder)
+        try:
+            self.algorithm = algorithm(env=self.venv, seed=seed)
+        except AssertionError as err:  # SB3 asserts the spaces it supports
+            raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
+                              f"supports {self.venv.action_space} actions") from None
+        # Sampling uses its own envs so that it never cuts the agent's training episodes short.
+        self.sample_venv = env.make(seed + 10_000)
+        self.sample_venv.action_space.seed(seed)
+        self.rng = rng
+        self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
+
+    @property
+    def agent(self) -> AgentTrainer:
+        """This source trains its own agent."""
+        return self
+
+    @property
+    def rollout_steps(self) -> int:
+        """Env steps SB3 collects between updates: it only ever trains whole multiples of this."""
+        algo = self.algorithm
+        if isinstance(algo, OnPolicyAlgorithm):
+            return algo.n_steps * algo.n_envs
+        freq = algo.train_freq
+        return (freq.frequency if freq.unit == TrainFrequencyUnit.STEP else 1) * algo.n_envs
+
+    def train(self, steps: int) -> AgentReport:
+        """Train the whole rollouts that fit in ``steps`` env steps."""
+        steps -= steps % self.rollout_steps
+        if steps <= 0:
+            return AgentReport(0, np.zeros(0))
+        before, finished = self.algorithm.num_timesteps, len(self.recorder.finished)
+        self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
+        returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])
+        return AgentReport(self.algorithm.num_timesteps - before, returns)
+
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        """The agent's stochastic action, as during training."""
+        return self.algorithm.predict(obs, deterministic=False)[0]
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Freshest training episodes first, topped up by rollouts; a share from exploration."""
+        explore = int(round(self.exploration_frac * steps))
+        fresh = take(reversed(self.recorder.pop_finished()), steps - explore)
+        missing = steps - explore - sum(map(len, fresh))
+        if missing > 0:
+            fresh += rollout(self.sample_venv, self.policy, missing)
+        if not explore:
+            return fresh
+        exploring = mixed_policy(self.policy, self.sample_venv.action_space, self.rng, self.random_prob,
+                                 self.switch_prob)
+        return fresh + rollout(self.sample_venv, exploring, explore)
+
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """Fresh episodes of the current policy, never trained on."""
+        return rollout(self.sample_venv, self.policy, steps)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The agent's weights and optimiser states, its step count, and the finished training
+        episodes not yet sampled."""
+        return {"parameters": self.algorithm.get_parameters(), "num_timesteps": self.algorithm.num_timesteps,
+                "finished": list(self.recorder.finished)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.algorithm.set_parameters(state["parameters"], exact_match=True, device=self.algorithm.device)
+        self.algorithm.num_timesteps = state["num_timesteps"]
+        self.recorder.finished = list(state["finished"])

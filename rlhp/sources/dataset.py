@@ -1,0 +1,50 @@
+"""A fixed dataset of trajectories as the source: reward learning with no agent in the loop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlhp.data import Trajectory
+from rlhp.data.hub import open_trajectories
+from rlhp.data.spaces import space_from_json
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError, DataError
+from rlhp.sources.base import TrajectorySource, take
+
+
+class DatasetSource(TrajectorySource):
+    """Trajectories from a saved dataset, shuffled.
+
+    Args:
+        path: a save_to_disk folder (e.g. a run's ``trajectories/``), Parquet files or a Hub dataset id.
+        env: the environment the dataset's spaces must match.
+        rng: random generator for shuffling.
+        held_out_frac: share of episodes never sampled, kept to evaluate the learned reward.
+    """
+
+    def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
+        trajectories, meta = open_trajectories(path, key="trajectories.path")
+        for key, space in zip(("observation_space", "action_space"), env.spaces()):
+            if key in meta and space_from_json(meta[key]) != space:
+                raise DataError(f"dataset {path!r} was recorded with {key} {space_from_json(meta[key])}, but "
+                                f"env {env.id!r} has {space}; set the env it was recorded in")
+            # Datasets from elsewhere (imitation's) carry no spaces: the array shapes must still fit.
+            first = trajectories[0].obs if key == "observation_space" else trajectories[0].acts
+            if key not in meta and isinstance(first, np.ndarray) and first.shape[1:] != space.shape:
+                raise DataError(f"dataset {path!r} has {key[:-6]} of shape {first.shape[1:]} per step, but env "
+                                f"{env.id!r} has {space}; set the env it was recorded in")
+        order = rng.permutation(len(trajectories))
+        n_held = int(round(held_out_frac * len(trajectories)))
+        if len(trajectories) - n_held < 1:
+            raise ConfigError("trajectories.held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
+        self.trajectories = [trajectories[i] for i in order[n_held:]]
+        self._held_out = [trajectories[i] for i in order[:n_held]]
+        self.rng = rng
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""
+        return take((self.trajectories[i] for i in self.rng.permutation(len(self.trajectories))), steps)
+
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """The episodes kept out of sampling."""
+        return self._held_out

@@ -1,0 +1,45 @@
+"""The VecEnv wrapper that hands the agent the learned reward and records the true one."""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from rlhp.data import TrajectoryRecorder
+from rlhp.rewards import RewardNet
+from rlhp.rollout import next_observations, terminations
+
+
+class RewardVecEnvWrapper(VecEnvWrapper):
+    """Replaces the env's reward by the reward net's and records the true-reward episodes.
+
+    The net scores (obs, action, next obs, terminated) of each step, where next obs is the
+    episode's last observation (not the reset one) and a time-limit truncation is not a
+    termination; the recorder keeps the env's own rewards.
+    """
+
+    def __init__(self, venv: VecEnv, reward_net: RewardNet, recorder: TrajectoryRecorder) -> None:
+        super().__init__(venv)
+        self.reward_net, self.recorder = reward_net, recorder
+        self._obs: np.ndarray | None = None
+        self._acts: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        """Reset every env; episodes in progress are dropped from the record."""
+        self._obs = self.venv.reset()
+        self.recorder.reset()
+        return self._obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Remember the actions, for the reward and the record."""
+        self._acts = actions
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        """Step, then hand the agent the learned reward instead of the true one."""
+        obs, true_rews, dones, infos = self.venv.step_wait()
+        next_obs = next_observations(obs, dones, infos)
+        rews = self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
+        self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
+        self._obs = obs
+        return obs, rews.astype(np.float32), dones, infos

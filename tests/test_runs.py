@@ -1,0 +1,43 @@
+"""Run folders: metrics.csv keeps every key, and a run folder reads without the training code."""
+
+import csv
+import subprocess
+import sys
+
+from rlhp.runs import MetricsCSV, RunFolder, read_metrics
+
+
+def test_new_keys_add_columns_and_earlier_rows_read_back_exactly(tmp_path):
+    path = tmp_path / "metrics.csv"
+    writer = MetricsCSV(path)
+    writer.append({"iteration": 0, "reward_loss": 0.5})
+    writer.append({"iteration": 1, "reward_loss": 0.25, "val_loss": 0.75})
+    writer.append({"iteration": 2, "true_return_mean": 3.0})
+    with path.open() as f:
+        lines = f.read().splitlines()
+    assert lines == ["iteration,reward_loss,val_loss,true_return_mean", "0,0.5,,", "1,0.25,0.75,", "2,,,3.0"]
+    assert read_metrics(path)[1] == {"iteration": 1.0, "reward_loss": 0.25, "val_loss": 0.75,
+                                     "true_return_mean": None}
+    assert not (tmp_path / "metrics.csv.tmp").exists()
+    # A writer opened on an existing file (a resumed run) keeps its columns.
+    MetricsCSV(path).append({"iteration": 3, "val_loss": 0.5})
+    assert list(csv.DictReader(path.open()))[-1] == {"iteration": "3", "reward_loss": "", "val_loss": "0.5",
+                                                      "true_return_mean": ""}
+
+
+def test_a_run_folder_reads_without_importing_the_loop(tmp_path):
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text("seed: 3\nenv: {id: Pendulum-v1}\n")
+    MetricsCSV(tmp_path / "metrics.csv").append({"iteration": 0, "comparisons": 10})
+    (tmp_path / "eval.json").write_text('{"reward_correlation": 0.5}')
+    for name in ("iter_0001", "iter_0000", "final"):
+        (tmp_path / "checkpoints" / name).mkdir(parents=True)
+    code = ("import sys; from rlhp.runs import RunFolder; run = RunFolder(sys.argv[1]); "
+            "print(run.config().seed, run.metrics()[0]['comparisons'], run.evaluation()['reward_correlation'], "
+            "[p.name for p in run.checkpoints()]); "
+            "heavy = [m for m in ('rlhp.loop', 'rlhp.run', 'torch', 'stable_baselines3', 'datasets') "
+            "if m in sys.modules]; "
+            "assert not heavy, heavy")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "3 10.0 0.5 ['iter_0000', 'iter_0001']"
+    assert RunFolder(tmp_path).checkpoint("final").is_dir()
