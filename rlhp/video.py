@@ -16,7 +16,13 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
 class FrameRecorder(gym.Wrapper):
-    """Keeps ``env.render()`` frames of the first ``episodes`` episodes (the env renders rgb_array)."""
+    """Keeps ``env.render()`` frames of the first ``episodes`` episodes (the env renders rgb_array).
+
+    Not gymnasium's RenderCollection: that renders every step for as long as the env lives. On
+    fixed-horizon CartPole a frame costs 2.8 ms and 0.72 MB against 0.03 ms for the step itself,
+    so the default collection (copy 0 runs 7 episodes, the video shows 1) would spend 9.7 s and
+    2.5 GB on frames where this spends 1.4 s and 360 MB.
+    """
 
     def __init__(self, env: gym.Env, episodes: int) -> None:
         super().__init__(env)

@@ -46,6 +46,17 @@ def test_default_run_writes_everything(train):
     assert -1 <= result["reward_correlation"] <= 1
 
 
+def test_the_console_shows_the_bar_and_three_lines_and_the_log_has_the_rest(train):
+    run_dir, proc = train("logger=wandb")  # as `make train` runs: W&B offline
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert [line.split(":")[0] for line in lines] == ["rlhp-train", "run folder", "evaluation"], proc.stdout
+    assert lines[1] == f"run folder: {run_dir}" and "true_return_mean = " in lines[2]
+    assert "rounds: 100%" in proc.stderr  # the bar
+    assert "warn" not in (proc.stdout + proc.stderr).lower() and "round 0:" not in proc.stdout + proc.stderr
+    log = (run_dir / "train.log").read_text()
+    assert "round 0: {'iteration': 0" in log and "evaluation:" in log
+
+
 def test_same_seed_same_preferences_and_return(train):
     a, _ = train("seed=3", name="a")
     b, _ = train("seed=3", name="b")
@@ -56,8 +67,9 @@ def test_same_seed_same_preferences_and_return(train):
     assert not np.array_equal(np.asarray(prefs[0]["obs"]), np.asarray(prefs[2]["obs"]))
     evals = [json.loads((d / "eval.json").read_text()) for d in (a, b)]
     assert evals[0] == evals[1]
-    drop_wall = [[{k: v for k, v in r.items() if k != "wall_s"} for r in rows(d)] for d in (a, b)]
-    assert drop_wall[0] == drop_wall[1]
+    untimed = [[{k: v for k, v in r.items() if k != "wall_s" and not k.startswith("time_")} for r in rows(d)]
+               for d in (a, b)]
+    assert untimed[0] == untimed[1] and "reward_loss" in untimed[0][0]
 
 
 @pytest.mark.parametrize("overrides", [

@@ -19,7 +19,7 @@ def _bound(values: np.ndarray) -> Any:
 
 
 def _scalar(v: Any) -> Any:
-    v = v.item() if hasattr(v, "item") else v
+    v = v.item() if isinstance(v, np.generic) else v
     if isinstance(v, float) and not np.isfinite(v):
         return "inf" if v > 0 else "-inf"
     return v
