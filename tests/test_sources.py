@@ -1,0 +1,58 @@
+"""Trajectory sources through their typed interface: who trains an agent, and state round trips."""
+
+import functools
+
+import numpy as np
+import pytest
+from stable_baselines3 import DQN, PPO
+
+from rlhp.data import save_trajectories
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.policies import random_policy
+from rlhp.rewards import RewardNet
+from rlhp.rollout import rollout
+from rlhp.sources import AgentTrainer, DatasetSource
+
+ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
+
+
+def trainer(seed: int, algo=PPO, **kwargs) -> AgentTrainer:
+    obs_space, act_space = ENV.spaces()
+    net = RewardNet(obs_space, act_space, hidden_sizes=[8])
+    algorithm = functools.partial(algo, "MlpPolicy", device="cpu", **kwargs)
+    return AgentTrainer(algorithm, ENV, net, seed=seed, rng=np.random.default_rng(seed))
+
+
+def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
+    a = trainer(0, n_steps=64, batch_size=64, n_epochs=1)
+    assert a.agent is a and a.rollout_steps == 128
+    report = a.train(300)
+    assert report.steps == 256 and a.algorithm.num_timesteps == 256 and len(report.returns) == 0
+    b = trainer(1, n_steps=64, batch_size=64, n_epochs=1)
+    obs = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    assert not np.array_equal(a.algorithm.predict(obs, deterministic=True)[0],
+                              b.algorithm.predict(obs, deterministic=True)[0])
+    b.load_state_dict(a.state_dict())
+    np.testing.assert_array_equal(a.algorithm.predict(obs, deterministic=True)[0],
+                                  b.algorithm.predict(obs, deterministic=True)[0])
+    assert b.algorithm.num_timesteps == 256
+    for name, tensor in a.algorithm.policy.optimizer.state_dict()["state"][0].items():
+        np.testing.assert_array_equal(tensor, b.algorithm.policy.optimizer.state_dict()["state"][0][name])
+
+
+def test_off_policy_rollouts_are_train_freq_steps_per_env_copy():
+    assert trainer(0, algo=DQN, train_freq=4, learning_starts=0).rollout_steps == 8
+    assert trainer(0, algo=DQN, train_freq=(1, "episode"), learning_starts=0).rollout_steps == 2
+
+
+def test_a_dataset_source_trains_no_agent_and_keeps_no_state(tmp_path):
+    venv = ENV.make(seed=0)
+    venv.action_space.seed(0)
+    episodes = rollout(venv, random_policy(venv.action_space), episodes=5)
+    save_trajectories(episodes, tmp_path / "d")
+    source = DatasetSource(str(tmp_path / "d"), ENV, np.random.default_rng(0), held_out_frac=0.4)
+    assert len(source.held_out(0)) == 2 and sum(map(len, source.sample(10_000))) == 1500
+    assert source.agent is None and source.state_dict() == {}
+    source.load_state_dict({})
+    with pytest.raises(ValueError, match="keeps no state"):
+        source.load_state_dict({"order": [1, 2]})
