@@ -26,7 +26,7 @@ def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> o
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def train_main(cfg: DictConfig) -> float:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
-    from rlhp.run import train  # imported here so that --help and config errors answer fast
+    from rlhp.run import train  # imported here so that --help answers without loading torch
 
     return _run("rlhp-train", train, cfg)
 

@@ -1,16 +1,28 @@
-"""Small builders shared by the unit tests."""
+"""Builders shared by the tests (tests never import each other)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections import OrderedDict
 from pathlib import Path
 
+import datasets
 import gymnasium as gym
 import numpy as np
+import pytest
+import yaml
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
 
 from rlhp.data import FragmentPairs, Trajectory
+from rlhp.data.trajectory import Nested
 
 
 def random_pairs(n: int, length: int = 5, obs_dim: int = 3, seed: int = 0) -> FragmentPairs:
@@ -44,3 +56,113 @@ def composed(config: str, overrides: list[str], run_dir: Path) -> DictConfig:
         cfg.hydra.runtime.output_dir = str(run_dir)
     HydraConfig.instance().set_config(cfg)
     return cfg
+
+
+BIN = Path(sys.executable).parent
+FAST = ["debug=fast", "logger=none"]
+
+
+def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """Run an installed rlhp command; fail with its output when it exits non-zero unexpectedly."""
+    env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
+    proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+    if check and proc.returncode != 0:
+        pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n"
+                    f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+SPACES = [
+    gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
+    gym.spaces.Box(0, 255, (6, 5, 3), np.uint8),
+    gym.spaces.Box(-3, 3, (), np.int64),
+    gym.spaces.Box(-1, 1, (2, 2), np.float16),
+    gym.spaces.Discrete(5, start=-2),
+    gym.spaces.MultiDiscrete([3, 4, 2]),
+    gym.spaces.MultiBinary([2, 3]),
+    gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (4, 4, 1), np.uint8), "pos": gym.spaces.Discrete(3)}),
+    gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Dict({"v": gym.spaces.Box(-1, 1, (3,), np.float64)}),
+                      gym.spaces.MultiBinary(4)]),
+]
+
+
+def stacked(space: gym.Space, n: int) -> Nested:
+    """``n`` samples of ``space`` with a leading time axis, nested like the space."""
+    samples = [space.sample() for _ in range(n)]
+    if isinstance(space, gym.spaces.Dict):
+        return {k: stacked_from([s[k] for s in samples]) for k in space.spaces}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(stacked_from([s[i] for s in samples]) for i in range(len(space.spaces)))
+    return np.stack(samples)
+
+
+def stacked_from(samples: list) -> Nested:
+    if isinstance(samples[0], dict):
+        return {k: stacked_from([s[k] for s in samples]) for k in samples[0]}
+    if isinstance(samples[0], tuple):
+        return tuple(stacked_from([s[i] for s in samples]) for i in range(len(samples[0])))
+    return np.stack(samples)
+
+
+def assert_nested_equal(got: Nested, want: Nested) -> None:
+    assert type(got) is type(want)
+    if isinstance(want, dict):
+        assert list(got) == list(want)
+        for k in want:
+            assert_nested_equal(got[k], want[k])
+    elif isinstance(want, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_nested_equal(g, w)
+    else:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def imitation_dataset(trajs):
+    """What imitation.data.huggingface_utils.trajectories_to_dataset writes: Dataset.from_dict of
+    per-episode arrays, with infos as one (jsonpickle) JSON string per step."""
+    return datasets.Dataset.from_dict({
+        "obs": [t.obs for t in trajs], "acts": [t.acts for t in trajs],
+        "infos": [[json.dumps(i) for i in t.infos] for t in trajs],
+        "terminal": [t.terminal for t in trajs], "rews": [t.rews for t in trajs],
+    })
+
+
+def zoo_repo(tmp_path, normalize: bool, **config):
+    """A local folder in rl-baselines3-zoo's Hub layout for a tiny PPO on CartPole-v1."""
+    repo = tmp_path / "ppo-CartPole-v1"
+    repo.mkdir()
+    venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    if normalize:
+        venv = VecNormalize(venv, norm_reward=False)
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu").learn(256)
+    model.save(repo / "ppo-CartPole-v1.zip")
+    if normalize:
+        venv.save(str(repo / "vec_normalize.pkl"))
+    # The zoo dumps its hyperparameters as an OrderedDict.
+    (repo / "config.yml").write_text(yaml.dump(OrderedDict([("n_envs", 2), ("normalize", normalize), *config.items()])))
+    (repo / "env_kwargs.yml").write_text(yaml.dump({}))
+    return repo
+
+
+class Counter(gym.Env):
+    """obs = [episode * 100 + t]; true reward 0.5 * t; terminates after ``terminate_at`` steps (0: never)."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Discrete(5)
+
+    def __init__(self, terminate_at: int = 0) -> None:
+        self.terminate_at, self.episode, self.t = terminate_at, -1, 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.episode * 100 + self.t], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.episode, self.t = self.episode + 1, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), 0.5 * self.t, self.t == self.terminate_at, False, {}

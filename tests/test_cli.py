@@ -7,9 +7,8 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from helpers import imitation_dataset, run_cli
 from stable_baselines3 import PPO
-from test_hub import imitation_dataset
 
 from rlhp.data import PreferenceDataset, load_trajectories
 

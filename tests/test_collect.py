@@ -3,18 +3,14 @@
 import json
 import subprocess
 import sys
-from collections import OrderedDict
 
 import datasets
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-import yaml
-from conftest import run_cli
+from helpers import run_cli, zoo_repo
 from huggingface_hub import DatasetCard
 from stable_baselines3 import PPO
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecNormalize
 
 from rlhp.data import Trajectory
 from rlhp.data.hf import summary
@@ -51,18 +47,6 @@ def test_quality_gate_refuses_with_the_measured_figure():
     check_quality(returns_summary(1.0), None)
     with pytest.raises(RunError, match=r"quality gate: .* over 2 episodes is 150.0 ± 50.0, below min_mean_return=475"):
         check_quality(returns_summary(100.0, 200.0), 475)
-
-
-@pytest.fixture
-def collect(tmp_path):
-    """Run the installed ``rlhp-collect`` in a fresh folder; return the run folder and the process."""
-
-    def _collect(*overrides, name="run", check=True):
-        run_dir = tmp_path / name
-        proc = run_cli("rlhp-collect", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, check=check)
-        return run_dir, proc
-
-    return _collect
 
 
 @pytest.mark.slow
@@ -124,23 +108,6 @@ def test_noise_ranks_from_a_zip_expert_and_stochastic_timesteps(collect, tmp_pat
     run_cli("rlhp-train", "debug=fast", "logger=none", "trajectories=dataset",
             f"trajectories.path={run_dir / 'dataset'}", f"hydra.run.dir={trained}", cwd=tmp_path)
     assert (trained / "checkpoints" / "final" / "reward_net.pt").exists()
-
-
-def zoo_repo(tmp_path, normalize: bool, **config):
-    """A local folder in rl-baselines3-zoo's Hub layout for a tiny PPO on CartPole-v1."""
-    repo = tmp_path / "ppo-CartPole-v1"
-    repo.mkdir()
-    venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
-    if normalize:
-        venv = VecNormalize(venv, norm_reward=False)
-    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu").learn(256)
-    model.save(repo / "ppo-CartPole-v1.zip")
-    if normalize:
-        venv.save(str(repo / "vec_normalize.pkl"))
-    # The zoo dumps its hyperparameters as an OrderedDict.
-    (repo / "config.yml").write_text(yaml.dump(OrderedDict([("n_envs", 2), ("normalize", normalize), *config.items()])))
-    (repo / "env_kwargs.yml").write_text(yaml.dump({}))
-    return repo
 
 
 @pytest.mark.slow

@@ -1,14 +1,12 @@
 import datasets
-import gymnasium as gym
 import numpy as np
-from helpers import trajectory
+from helpers import SPACES, assert_nested_equal, stacked, trajectory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhp.data import Trajectory, TrajectoryRecorder, dataset_to_trajectories, load_trajectories, save_trajectories
 from rlhp.data.hf import dataset_metadata
 from rlhp.data.spaces import space_from_json
-from rlhp.data.trajectory import Nested
 
 
 def test_trajectories_round_trip_through_a_saved_dataset(tmp_path):
@@ -40,53 +38,6 @@ def test_recorder_cuts_episodes_per_env():
     assert len(first) == 3 and first.terminal and first.obs[:, 0].tolist() == [0, 1, 2, 99]
     assert len(second) == 5 and not second.terminal and second.acts.tolist() == [0, -1, -2, -3, -4]
     assert second.rews.tolist() == [2.0] * 5 and rec.pop_finished() == []
-
-
-SPACES = [
-    gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
-    gym.spaces.Box(0, 255, (6, 5, 3), np.uint8),
-    gym.spaces.Box(-3, 3, (), np.int64),
-    gym.spaces.Box(-1, 1, (2, 2), np.float16),
-    gym.spaces.Discrete(5, start=-2),
-    gym.spaces.MultiDiscrete([3, 4, 2]),
-    gym.spaces.MultiBinary([2, 3]),
-    gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (4, 4, 1), np.uint8), "pos": gym.spaces.Discrete(3)}),
-    gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Dict({"v": gym.spaces.Box(-1, 1, (3,), np.float64)}),
-                      gym.spaces.MultiBinary(4)]),
-]
-
-
-def stacked(space: gym.Space, n: int) -> Nested:
-    """``n`` samples of ``space`` with a leading time axis, nested like the space."""
-    samples = [space.sample() for _ in range(n)]
-    if isinstance(space, gym.spaces.Dict):
-        return {k: stacked_from([s[k] for s in samples]) for k in space.spaces}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(stacked_from([s[i] for s in samples]) for i in range(len(space.spaces)))
-    return np.stack(samples)
-
-
-def stacked_from(samples: list) -> Nested:
-    if isinstance(samples[0], dict):
-        return {k: stacked_from([s[k] for s in samples]) for k in samples[0]}
-    if isinstance(samples[0], tuple):
-        return tuple(stacked_from([s[i] for s in samples]) for i in range(len(samples[0])))
-    return np.stack(samples)
-
-
-def assert_nested_equal(got: Nested, want: Nested) -> None:
-    assert type(got) is type(want)
-    if isinstance(want, dict):
-        assert list(got) == list(want)
-        for k in want:
-            assert_nested_equal(got[k], want[k])
-    elif isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert_nested_equal(g, w)
-    else:
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_array_equal(got, want)
 
 
 @settings(max_examples=25, deadline=None)

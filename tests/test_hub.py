@@ -1,14 +1,12 @@
-import json
 
 import datasets
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import trajectory
+from helpers import SPACES, assert_nested_equal, imitation_dataset, stacked, trajectory
 from huggingface_hub import DatasetCard, HfApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_data import SPACES, assert_nested_equal, stacked
 
 from rlhp.data import Trajectory, trajectories_to_dataset
 from rlhp.data.hf import dataset_metadata
@@ -107,16 +105,6 @@ def test_push_failure_keeps_files_and_says_how_to_upload(tmp_path, monkeypatch):
     assert (folder / "README.md").exists()
     with pytest.raises(ConfigError, match="is not a repo id"):
         push_to_hub(folder, "not a repo")
-
-
-def imitation_dataset(trajs):
-    """What imitation.data.huggingface_utils.trajectories_to_dataset writes: Dataset.from_dict of
-    per-episode arrays, with infos as one (jsonpickle) JSON string per step."""
-    return datasets.Dataset.from_dict({
-        "obs": [t.obs for t in trajs], "acts": [t.acts for t in trajs],
-        "infos": [[json.dumps(i) for i in t.infos] for t in trajs],
-        "terminal": [t.terminal for t in trajs], "rews": [t.rews for t in trajs],
-    })
 
 
 def test_imitation_format_loads(tmp_path):

@@ -60,3 +60,27 @@ def test_dataset_saves_as_arrow_readable_without_rlhp(tmp_path):
     np.testing.assert_array_equal(back.labels, labels)
     np.testing.assert_array_equal(back.pairs.obs, pairs.obs)
     assert back.pairs.acts.dtype == pairs.acts.dtype and back.ids.tolist() == list(range(10, 16))
+
+
+def test_the_loss_gradient_is_sigmoid_of_the_difference_minus_the_label_inside_the_clip():
+    diff = torch.tensor([-60.0, -3.0, -0.5, 0.0, 0.7, 4.0, 60.0])
+    labels = torch.tensor([1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 0.0])
+    returns = torch.stack([diff, torch.zeros_like(diff)], dim=-1).requires_grad_()
+    first, second = preference_logprobs(returns, threshold=50.0)
+    (-(labels * first + (1 - labels) * second)).sum().backward()
+    inside = diff.abs() < 50
+    want = torch.sigmoid(diff) - labels
+    torch.testing.assert_close(returns.grad[inside, 0], want[inside])
+    torch.testing.assert_close(returns.grad[inside, 1], -want[inside])
+    assert (returns.grad[~inside] == 0).all()  # the clip stops the gradient
+
+
+def test_swapping_the_fragments_and_flipping_the_label_leaves_the_loss_unchanged():
+    returns = torch.randn(50, 2) * 5
+    labels = torch.rand(50)
+    for noise in (0.0, 0.1):
+        first, second = preference_logprobs(returns, noise_prob=noise)
+        swapped_first, swapped_second = preference_logprobs(returns.flip(-1), noise_prob=noise)
+        loss = -(labels * first + (1 - labels) * second)
+        swapped = -((1 - labels) * swapped_first + labels * swapped_second)
+        torch.testing.assert_close(loss, swapped)

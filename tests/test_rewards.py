@@ -1,7 +1,11 @@
+import gymnasium as gym
+import numpy as np
 import torch
 from helpers import random_pairs, spaces
 
+from rlhp.data import PreferenceDataset
 from rlhp.rewards import RewardNet, RunningNorm
+from rlhp.training import RewardTrainer
 
 
 def per_member_reference(net: RewardNet, x: torch.Tensor, m: int) -> torch.Tensor:
@@ -13,16 +17,24 @@ def per_member_reference(net: RewardNet, x: torch.Tensor, m: int) -> torch.Tenso
     return x.squeeze(-1)
 
 
+def shifted(pairs, scale: float = 4.0, shift: float = 3.0):
+    """The pairs with observations far from standard, so a fitted normaliser is far from identity."""
+    pairs.obs, pairs.next_obs = pairs.obs * scale + shift, pairs.next_obs * scale + shift
+    return pairs
+
+
 def test_ensemble_in_one_op_equals_each_member_alone():
-    net = RewardNet(*spaces(), members=4, use_action=True)
-    pairs = random_pairs(7, length=5)
+    net = RewardNet(*spaces(), members=4, use_action=True, normalize_input=True)
+    pairs = shifted(random_pairs(7, length=5))
+    net.fit_input_norm(*shifted(random_pairs(50, length=5, seed=1)).tensors())
     out = net(*pairs.tensors())
     assert out.shape == (4, 7, 2, 5)
     obs = torch.as_tensor(pairs.obs).reshape(-1, 3)
     acts = torch.nn.functional.one_hot(torch.as_tensor(pairs.acts).reshape(-1), 2).float()
-    x = torch.cat([obs, acts], dim=-1).clamp(-5, 5)
+    x = (torch.cat([obs, acts], dim=-1) - net.input_norm.mean) / torch.sqrt(net.input_norm.var + 1e-5)
+    assert (net.input_norm.mean[:3] - 3).abs().max() < 1  # the normaliser is far from identity
     for m in range(4):
-        torch.testing.assert_close(out[m].reshape(-1), per_member_reference(net, x, m))
+        torch.testing.assert_close(out[m].reshape(-1), per_member_reference(net, x.clamp(-5, 5), m))
 
 
 def test_per_member_inputs_score_each_member_on_its_own_rows():
@@ -37,14 +49,20 @@ def test_per_member_inputs_score_each_member_on_its_own_rows():
 
 
 def test_shaping_adds_gamma_next_potential_minus_potential():
-    net = RewardNet(*spaces(), shaping_gamma=0.9, input_clip=None)
-    pairs = random_pairs(3, length=4)
+    net = RewardNet(*spaces(), shaping_gamma=0.9, input_clip=None, normalize_input=True)
+    net.fit_input_norm(*shifted(random_pairs(50, length=4, seed=1)).tensors())
+    pairs = shifted(random_pairs(3, length=4))
     pairs.dones[:, :, -1] = True
     shaped = net(*pairs.tensors())
     potential, net.potential = net.potential, None
     base = net(*pairs.tensors())
-    phi = potential(torch.as_tensor(pairs.obs).reshape(1, -1, 3)).reshape(pairs.dones.shape)
-    next_phi = potential(torch.as_tensor(pairs.next_obs).reshape(1, -1, 3)).reshape(pairs.dones.shape)
+    state_norm = net.state_norm
+    assert (state_norm.mean - 3).abs().max() < 1  # the potential sees standardised states
+
+    def phi_of(obs):
+        return potential(state_norm(torch.as_tensor(obs).reshape(1, -1, 3))).reshape(pairs.dones.shape)
+
+    phi, next_phi = phi_of(pairs.obs), phi_of(pairs.next_obs)
     not_done = 1 - torch.as_tensor(pairs.dones).float()
     torch.testing.assert_close(shaped - base, (0.9 * next_phi * not_done - phi)[None])
 
@@ -66,3 +84,51 @@ def test_running_norm_matches_whole_batch_statistics():
     torch.testing.assert_close(norm.mean, x.mean(0))
     torch.testing.assert_close(norm.var, x.var(0, unbiased=False))
     torch.testing.assert_close(norm(x), (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-5))
+
+
+def test_input_statistics_are_refitted_to_each_round_of_preferences():
+    net = RewardNet(*spaces(), normalize_input=True)
+    trainer = RewardTrainer(net, np.random.default_rng(0), epochs=1)
+    for shift in (0.0, 10.0):
+        ds = PreferenceDataset()
+        pairs = shifted(random_pairs(40, length=5), scale=1.0, shift=shift)
+        ds.push(pairs, np.full(40, 0.5, np.float32), np.arange(40))
+        trainer.train(ds)
+        obs = pairs.obs.reshape(-1, 3)
+        # Refitted to this round's data alone, not blended with the previous round's.
+        torch.testing.assert_close(net.input_norm.mean[:3], torch.as_tensor(obs.mean(0)), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(net.input_norm.var[:3], torch.as_tensor(obs.var(0)), rtol=1e-3, atol=1e-4)
+
+
+def test_input_clip_makes_far_away_states_look_alike():
+    far, edge = (random_pairs(2, length=3) for _ in range(2))
+    far.obs[..., 0], edge.obs[..., 0] = 100.0, 5.0
+    clipped = RewardNet(*spaces(), normalize_input=False, input_clip=5.0)
+    torch.testing.assert_close(clipped(*far.tensors()), clipped(*edge.tensors()))
+    unclipped = RewardNet(*spaces(), normalize_input=False, input_clip=None)
+    assert not torch.allclose(unclipped(*far.tensors()), unclipped(*edge.tensors()))
+
+
+def test_running_output_normalisation_standardises_the_agent_reward():
+    net = RewardNet(*spaces(), normalize_output=True)
+    batches = [random_pairs(30, length=4, seed=s) for s in range(3)]
+    raw = [net(*b.tensors()).mean(0).reshape(-1) for b in batches]
+    outs = [net.agent_reward(b.obs, b.acts, b.next_obs, b.dones).reshape(-1) for b in batches]
+    seen = torch.cat(raw).detach()
+    mean, var = seen.mean(), seen.var(unbiased=False)
+    torch.testing.assert_close(torch.as_tensor(outs[-1]), ((raw[-1] - mean) / torch.sqrt(var + 1e-5)).detach())
+    before = net.norm.mean.clone()
+    net.agent_reward(batches[0].obs, batches[0].acts, batches[0].next_obs, batches[0].dones, update_stats=False)
+    assert torch.equal(net.norm.mean, before) and net.norm.count == 3 * 30 * 2 * 4
+
+
+def test_discrete_and_image_observations_are_preprocessed_as_sb3_does():
+    discrete = RewardNet(gym.spaces.Discrete(4), gym.spaces.Discrete(2), use_action=False, normalize_input=False)
+    obs = torch.tensor([[2, 0], [3, 1]])
+    x, *_ = discrete._inputs(obs, torch.zeros(2, 2, dtype=torch.long), obs, torch.zeros(2, 2, dtype=torch.bool))
+    torch.testing.assert_close(x, torch.nn.functional.one_hot(obs.reshape(-1), 4).float())
+    image_space = gym.spaces.Box(0, 255, (6, 6, 3), np.uint8)
+    image = RewardNet(image_space, gym.spaces.Discrete(2), use_action=False, normalize_input=False)
+    frames = torch.randint(0, 256, (2, 5, 6, 6, 3), dtype=torch.uint8)
+    x, *_ = image._inputs(frames, torch.zeros(2, 5, dtype=torch.long), frames, torch.zeros(2, 5, dtype=torch.bool))
+    torch.testing.assert_close(x, frames.reshape(10, -1).float() / 255)

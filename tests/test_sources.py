@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 import pytest
+from helpers import trajectory
 from stable_baselines3 import DQN, PPO
 
 from rlhp.data import save_trajectories
@@ -56,3 +57,33 @@ def test_a_dataset_source_trains_no_agent_and_keeps_no_state(tmp_path):
     source.load_state_dict({})
     with pytest.raises(ValueError, match="keeps no state"):
         source.load_state_dict({"order": [1, 2]})
+
+
+def test_sampling_takes_the_freshest_training_episodes_first_and_gives_exploration_its_share():
+    source = trainer(0, n_steps=64, batch_size=64, n_epochs=1)
+    source.exploration_frac, source.random_prob, source.switch_prob = 0.5, 1.0, 1.0
+    source.policy = lambda obs: np.zeros(len(obs), dtype=np.int64)  # the agent always pushes left
+    old, mid, new = (trajectory(200, offset=k) for k in (0, 1000, 2000))
+    source.recorder.finished = [old, mid, new]
+    got = source.sample(800)
+    # 400 steps from training episodes, newest first; 400 from exploration, which is all random here.
+    assert got[0] is new and got[1] is mid and all(t is not old for t in got)
+    explored = got[2:]
+    assert sum(map(len, explored)) >= 400 and all(len(t) == 500 for t in explored)
+    assert all(t.acts.mean() > 0.3 for t in explored)  # random actions, not the agent's zeros
+    assert source.recorder.finished == []  # sampled episodes are not sampled again
+    source.exploration_frac = 0.0
+    topped_up = source.sample(300)  # nothing fresh left: rollouts of the agent's own policy
+    assert sum(map(len, topped_up)) >= 300 and all((t.acts == 0).all() for t in topped_up)
+
+
+def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):
+    venv = ENV.make(seed=1)
+    venv.action_space.seed(1)
+    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=10), tmp_path / "d")
+    source = DatasetSource(str(tmp_path / "d"), ENV, np.random.default_rng(0), held_out_frac=0.3)
+    held = {id(t) for t in source.held_out(0)}
+    assert len(held) == 3
+    for _ in range(30):
+        assert not held & {id(t) for t in source.sample(600)}
+    assert len({id(t) for t in source.sample(10_000)}) == 7
