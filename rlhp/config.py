@@ -18,7 +18,8 @@ OPTIMIZABLE = {
     "reward_correlation": "Pearson correlation of learned and true reward on held-out transitions",
     # the last round's metrics
     "reward_loss": "cross-entropy of the reward model on its training pairs",
-    "reward_accuracy": "share of training pairs whose preferred fragment the model ranks higher",
+    "reward_accuracy": "share of training pairs with a preference whose preferred fragment the model ranks higher",
+    "reward_tie_gap": "mean |P(first preferred) - 0.5| of the model on tied training pairs",
     "gt_reward_loss": "cross-entropy of the true reward on the same pairs (a ceiling)",
     "val_loss": "cross-entropy on the validation split (needs reward_trainer.val_split > 0)",
     "val_accuracy": "accuracy on the validation split (needs reward_trainer.val_split > 0)",

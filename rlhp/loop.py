@@ -126,6 +126,7 @@ class PreferenceComparisons:
             steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
             with clock("sample"):
                 trajectories = self.source.sample(steps)
+            metrics.update(self.source.metrics())
             if not self.allow_variable_horizon:
                 check_fixed_horizon(trajectories, self.episode_lengths)
             self.trajectories += trajectories

@@ -50,6 +50,7 @@ def apportion(total: int, weights: np.ndarray) -> np.ndarray:
 def comparison_schedule(total_comparisons: int, initial_comparison_frac: float, num_iterations: int,
                         schedule: Callable[[np.ndarray], np.ndarray]) -> list[int]:
     """Comparisons to gather in each of the ``num_iterations + 1`` rounds (round 0 first)."""
-    initial = int(total_comparisons * initial_comparison_frac)
+    # Rounded, not truncated: 100 * 0.57 is 56.99999999999999 in floating point.
+    initial = round(total_comparisons * initial_comparison_frac)
     weights = schedule(np.linspace(0, 1, num_iterations))
     return [initial, *apportion(total_comparisons - initial, weights).tolist()]

@@ -6,7 +6,7 @@ whole ensemble is one forward and one backward pass.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -17,8 +17,41 @@ from rlhp.preference_model import discounted_returns, preference_logprobs
 from rlhp.rewards import RewardNet
 
 
+class PairScores(NamedTuple):
+    """Per-pair figures of a preference model against labels (each of shape ``(..., pairs)``)."""
+
+    loss: torch.Tensor
+    """Cross-entropy between the predicted probability and the label."""
+    correct: torch.Tensor
+    """1 where the label prefers a fragment and the model ranks that one higher; 0 on ties."""
+    decided: torch.Tensor
+    """1 where the label prefers a fragment, 0 where it is a tie (0.5)."""
+    tie_gap: torch.Tensor
+    """|P(first preferred) - 0.5| on ties, 0 elsewhere: how far the model is from calling them equal."""
+
+    def totals(self) -> torch.Tensor:
+        """The four sums, for accumulating over batches."""
+        return torch.stack([self.loss.detach().sum(), self.correct.sum(), self.decided.sum(), self.tie_gap.sum()])
+
+
+def summarise(totals: torch.Tensor, pairs: int, prefix: str) -> dict[str, float]:
+    """``<prefix>loss`` (mean), ``<prefix>accuracy`` on the pairs with a preference, and
+    ``<prefix>tie_gap`` (mean) on the ties; a figure with no pair to average over is left out."""
+    loss, correct, decided, gap = (float(t) for t in totals)
+    out = {f"{prefix}loss": loss / pairs}
+    if decided:
+        out[f"{prefix}accuracy"] = correct / decided
+    if pairs - decided:
+        out[f"{prefix}tie_gap"] = gap / (pairs - decided)
+    return out
+
+
 class RewardTrainer:
     """Fits a reward net to a preference dataset.
+
+    Metrics (the last epoch's): ``reward_loss``, ``reward_accuracy`` on pairs with a preference,
+    ``reward_tie_gap`` on tied pairs (label 0.5), the same with ``val_`` on the validation split,
+    and with ``gt_reward_`` for the true reward under the same model (a ceiling).
 
     Args:
         reward_net: the net to train (each ensemble member on its own bootstrap sample).
@@ -27,13 +60,17 @@ class RewardTrainer:
         batch_size: pairs per optimiser step.
         minibatch_size: pairs per forward/backward (gradient accumulation); divides batch_size.
         epochs: passes over the data per call of :meth:`train`.
-        weight_decay: AdamW weight decay.
+        weight_decay: AdamW weight decay (the starting value when it adapts).
         val_split: fraction of pairs held out to measure over-fitting (0: none).
         weight_decay_adapt: when > 1 and val_split > 0, multiply the weight decay by it after an
             epoch whose validation loss exceeds the training loss by more than ``adapt_tolerance``
-            (relative), and divide by it when below by as much.
+            (relative), and divide by it when below by as much. It stays within
+            ``[weight_decay / WEIGHT_DECAY_RANGE, weight_decay * WEIGHT_DECAY_RANGE]`` (a factor of
+            100 either way), so a long run of over-fitting epochs cannot decay the weights to zero.
         noise_prob, discount_factor, threshold: the preference model (see ``preference_logprobs``).
     """
+
+    WEIGHT_DECAY_RANGE = 100.0
 
     def __init__(self, reward_net: RewardNet, rng: np.random.Generator, lr: float = 1e-3, batch_size: int = 32,
                  minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
@@ -41,6 +78,11 @@ class RewardTrainer:
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0) -> None:
         if minibatch_size is not None and batch_size % minibatch_size:
             raise ValueError(f"batch_size ({batch_size}) must be a multiple of minibatch_size ({minibatch_size})")
+        if weight_decay_adapt is not None and (weight_decay_adapt <= 1 or weight_decay <= 0 or val_split <= 0):
+            raise ValueError("weight_decay_adapt needs a factor > 1, weight_decay > 0 (any multiple of 0 stays 0) "
+                             "and val_split > 0 (the validation loss drives it); got weight_decay_adapt="
+                             f"{weight_decay_adapt}, weight_decay={weight_decay}, val_split={val_split}")
+        self.weight_decay_bounds = (weight_decay / self.WEIGHT_DECAY_RANGE, weight_decay * self.WEIGHT_DECAY_RANGE)
         self.net, self.rng = reward_net, rng
         self.batch_size, self.minibatch_size = batch_size, minibatch_size or batch_size
         self.epochs, self.val_split = epochs, val_split
@@ -57,12 +99,15 @@ class RewardTrainer:
         self.net.load_state_dict(state["net"])
         self.optimizer.load_state_dict(state["optimizer"])
 
-    def losses(self, returns: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-pair cross-entropy and correctness for returns (..., 2) and labels (...)."""
+    def scores(self, returns: torch.Tensor, labels: torch.Tensor) -> PairScores:
+        """Per-pair cross-entropy, correctness (on pairs with a preference) and tie gap, for returns
+        (..., 2) and labels (...)."""
         first, second = preference_logprobs(returns, self.noise_prob, self.threshold)
         loss = -(labels * first + (1 - labels) * second)
-        correct = ((first > second) == (labels > 0.5)).float()
-        return loss, correct
+        decided = (labels != 0.5).float()
+        correct = ((first > second) == (labels > 0.5)).float() * decided
+        tie_gap = (first.detach().exp() - 0.5).abs() * (1 - decided)
+        return PairScores(loss, correct, decided, tie_gap)
 
     def _returns(self, inputs: tuple[torch.Tensor, ...], idx: torch.Tensor) -> torch.Tensor:
         rews = self.net(*(x[idx] for x in inputs), per_member=idx.dim() == 2)
@@ -87,18 +132,17 @@ class RewardTrainer:
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])])
-            totals = torch.zeros(2)
+            totals = torch.zeros(4)
             for start in range(0, shuffled.shape[1], self.batch_size):
                 batch = shuffled[:, start:start + self.batch_size]
                 self.optimizer.zero_grad(set_to_none=True)
                 for mini in batch.split(self.minibatch_size, dim=1):
-                    loss, correct = self.losses(self._returns(inputs, mini), labels[mini])
+                    scores = self.scores(self._returns(inputs, mini), labels[mini])
                     # Members are independent, so summing their losses trains each at full rate.
-                    (loss.sum() / batch.shape[1]).backward()
-                    totals += torch.stack([loss.detach().sum(), correct.sum()])
+                    (scores.loss.sum() / batch.shape[1]).backward()
+                    totals += scores.totals()
                 self.optimizer.step()
-            metrics = {"reward_loss": float(totals[0]) / shuffled.numel(),
-                       "reward_accuracy": float(totals[1]) / shuffled.numel()}
+            metrics = summarise(totals, shuffled.numel(), "reward_")
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels))
@@ -107,23 +151,25 @@ class RewardTrainer:
     @torch.no_grad()
     def _validate(self, inputs: tuple[torch.Tensor, ...], labels: torch.Tensor, val: torch.Tensor,
                   train_loss: float) -> dict[str, float]:
-        loss, correct = self.losses(self._returns(inputs, val), labels[val])
-        val_loss = float(loss.mean())
-        if self.weight_decay_adapt and self.weight_decay_adapt > 1:
-            ratio = val_loss / max(train_loss, 1e-8)
-            for group in self.optimizer.param_groups:
-                if ratio > 1 + self.adapt_tolerance:
-                    group["weight_decay"] *= self.weight_decay_adapt
-                elif ratio < 1 - self.adapt_tolerance:
-                    group["weight_decay"] /= self.weight_decay_adapt
-        return {"val_loss": val_loss, "val_accuracy": float(correct.mean()),
-                "weight_decay": self.optimizer.param_groups[0]["weight_decay"]}
+        metrics = summarise(self.scores(self._returns(inputs, val), labels[val]).totals(), len(val), "val_")
+        if self.weight_decay_adapt is not None:
+            self.adapt_weight_decay(metrics["val_loss"] / max(train_loss, 1e-8))
+        return {**metrics, "weight_decay": self.optimizer.param_groups[0]["weight_decay"]}
+
+    def adapt_weight_decay(self, ratio: float) -> None:
+        """Scale the weight decay up by ``weight_decay_adapt`` when validation loss / training loss is
+        above ``1 + adapt_tolerance`` (over-fitting), down when below ``1 - adapt_tolerance``; bounded."""
+        low, high = self.weight_decay_bounds
+        for group in self.optimizer.param_groups:
+            if ratio > 1 + self.adapt_tolerance:
+                group["weight_decay"] = min(high, group["weight_decay"] * self.weight_decay_adapt)
+            elif ratio < 1 - self.adapt_tolerance:
+                group["weight_decay"] = max(low, group["weight_decay"] / self.weight_decay_adapt)
 
     @torch.no_grad()
     def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray) -> dict[str, float]:
-        """Loss and accuracy of the true reward under the same model: a ceiling for the net."""
+        """Loss, accuracy and tie gap of the true reward under the same model: a ceiling for the net."""
         if np.isnan(pairs.rews).any():
             return {}
         returns = discounted_returns(torch.as_tensor(pairs.rews, dtype=torch.float32), self.discount_factor)
-        loss, correct = self.losses(returns, torch.as_tensor(labels))
-        return {"gt_reward_loss": float(loss.mean()), "gt_reward_accuracy": float(correct.mean())}
+        return summarise(self.scores(returns, torch.as_tensor(labels)).totals(), len(labels), "gt_reward_")

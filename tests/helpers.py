@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from collections import OrderedDict
@@ -20,6 +21,7 @@ from omegaconf import DictConfig, open_dict
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
+from wandb.proto import wandb_internal_pb2
 
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.trajectory import Nested
@@ -148,16 +150,17 @@ def zoo_repo(tmp_path, normalize: bool, **config):
 
 
 class Counter(gym.Env):
-    """obs = [episode * 100 + t]; true reward 0.5 * t; terminates after ``terminate_at`` steps (0: never)."""
+    """obs = [tag * 10_000 + episode * 100 + t]; true reward 0.5 * t; terminates after ``terminate_at``
+    steps (0: never). The tag tells env copies apart."""
 
     observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
     action_space = gym.spaces.Discrete(5)
 
-    def __init__(self, terminate_at: int = 0) -> None:
-        self.terminate_at, self.episode, self.t = terminate_at, -1, 0
+    def __init__(self, terminate_at: int = 0, tag: int = 0) -> None:
+        self.terminate_at, self.tag, self.episode, self.t = terminate_at, tag, -1, 0
 
     def _obs(self) -> np.ndarray:
-        return np.array([self.episode * 100 + self.t], np.float32)
+        return np.array([self.tag * 10_000 + self.episode * 100 + self.t], np.float32)
 
     def reset(self, *, seed=None, options=None):
         self.episode, self.t = self.episode + 1, 0
@@ -166,3 +169,32 @@ class Counter(gym.Env):
     def step(self, action):
         self.t += 1
         return self._obs(), 0.5 * self.t, self.t == self.terminate_at, False, {}
+
+
+def wandb_history(run_dir: Path) -> list[dict[str, float]]:
+    """The history rows of the offline W&B run in ``run_dir/wandb``, read from its ``.wandb`` file.
+
+    That file is a LevelDB-style log (32 KiB blocks of records, each with a 7-byte header: checksum,
+    length, type; 1 = whole, 2/3/4 = first/middle/last part) after a 7-byte W&B header, and each
+    record is a ``wandb_internal_pb2.Record``. wandb itself no longer ships a Python reader.
+    """
+    (path,) = run_dir.glob("wandb/offline-run-*/*.wandb")
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    block, pos, pending, rows = 32768, 7, b"", []
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        if left < 7:  # the block's tail is padding
+            pos += left
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        pending += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            if record.WhichOneof("record_type") == "history":
+                rows.append({item.nested_key[0] if item.nested_key else item.key: json.loads(item.value_json)
+                             for item in record.history.item})
+    return rows

@@ -7,10 +7,13 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from helpers import imitation_dataset, run_cli
+from helpers import imitation_dataset, run_cli, wandb_history
 from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset, load_trajectories
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.policies import random_policy
+from rlhp.rollout import rollout
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +46,24 @@ def test_default_run_writes_everything(train):
     result = json.loads((run_dir / "eval.json").read_text())
     assert result["episodes"] == 2 and 0 <= result["true_return_mean"] <= 500
     assert -1 <= result["reward_correlation"] <= 1
+
+
+def test_a_short_cartpole_run_learns_beyond_a_random_policy_and_logs_every_round_to_wandb(tmp_path):
+    run_dir = tmp_path / "run"
+    run_cli("rlhp-train", "logger=wandb", "total_timesteps=61440", "total_comparisons=200", "num_iterations=6",
+            "evaluation.episodes=10", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    result = json.loads((run_dir / "eval.json").read_text())
+    venv = GymEnv(FIXED_HORIZON_CARTPOLE).make(seed=20_000, n_envs=10)
+    venv.action_space.seed(0)
+    random_return = np.mean([t.rews.sum() for t in rollout(venv, random_policy(venv.action_space), episodes=10)])
+    # Seed 0 reaches 125 (seed 1: 500) where a random policy scores about 24.
+    assert result["true_return_mean"] > 3 * random_return and result["reward_correlation"] > 0.7
+    history, csv_rows = wandb_history(run_dir), rows(run_dir)
+    assert len(history) == len(csv_rows) == 7
+    for logged, written in zip(history, csv_rows):
+        assert {k for k, v in written.items() if v != ""} <= set(logged)
+        assert logged["comparisons"] == int(written["comparisons"]) and logged["reward_loss"] == pytest.approx(
+            float(written["reward_loss"]))
 
 
 def test_the_console_shows_the_bar_and_three_lines_and_the_log_has_the_rest(train):
@@ -78,12 +99,25 @@ def test_same_seed_same_preferences_and_return(train):
     ["agent=a2c", "fragmenter=active", "fragmenter.uncertainty_on=probability",
      "query_schedule=inverse_quadratic", "reward_trainer.minibatch_size=8", "reward_net.shaping_gamma=0.99"],
     ["agent=dqn", "agent.learning_starts=100", "fragmenter=active", "fragmenter.uncertainty_on=label",
-     "trajectories.exploration_frac=0.5", "reward_trainer.val_split=0.2", "reward_trainer.weight_decay_adapt=2"],
+     "trajectories.exploration_frac=0.5", "reward_trainer.val_split=0.2", "reward_trainer.weight_decay=1e-3",
+     "reward_trainer.weight_decay_adapt=2"],
 ], ids=["pendulum-sac-basic-constant", "a2c-active-probability", "dqn-active-label-explore"])
 def test_every_option_runs(train, overrides):
     run_dir, _ = train(*overrides)
-    assert len(rows(run_dir)) == 3 and (run_dir / "eval.json").exists()
+    metrics = rows(run_dir)
+    assert len(metrics) == 3 and (run_dir / "eval.json").exists()
     assert (run_dir / "checkpoints" / "final" / "agent.zip").exists()
+    # Each option visibly takes effect.
+    if "query_schedule=constant" in overrides:
+        assert [int(r["comparisons"]) for r in metrics] == [6, 13, 20]  # 6 up front, then 7 and 7
+    if "trajectories.exploration_frac=0.5" in overrides:
+        assert all(int(r["sampled_exploration_steps"]) >= 0.5 * int(r["sampled_from_training_steps"])
+                   + 0.5 * int(r["sampled_rollout_steps"]) > 0 for r in metrics)
+    if "reward_trainer.val_split=0.2" in overrides:
+        assert all(r["val_loss"] != "" for r in metrics) and float(metrics[-1]["weight_decay"]) != 1e-3
+    if "reward_net.shaping_gamma=0.99" in overrides:
+        saved = torch.load(run_dir / "checkpoints" / "final" / "reward_net.pt", weights_only=True)
+        assert any(k.startswith("potential.") for k in saved["state_dict"])
 
 
 def test_wandb_offline_run_lands_in_the_run_folder(train):

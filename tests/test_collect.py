@@ -5,19 +5,22 @@ import subprocess
 import sys
 
 import datasets
+import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-from helpers import run_cli, zoo_repo
+from helpers import Counter, run_cli, zoo_repo
 from huggingface_hub import DatasetCard
 from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from rlhp.data import Trajectory
 from rlhp.data.hf import summary
 from rlhp.data.hub import open_trajectories
 from rlhp.demos.collect import check_quality
+from rlhp.demos.experts import TrainedExpert
 from rlhp.envs import GymEnv
-from rlhp.errors import RunError
+from rlhp.errors import ConfigError, RunError
 from rlhp.rollout import rollout
 
 QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",
@@ -26,14 +29,16 @@ QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "
 
 
 def test_rollout_collects_whole_episodes_in_equal_shares():
-    venv = GymEnv("CartPole-v1", n_envs=3).make(seed=0)
-    venv.action_space.seed(0)
+    # Copy 0's episodes last 2 steps, copy 1's 5 and copy 2's 9: the first 7 to end would mostly be copy 0's.
+    venv = DummyVecEnv([lambda n=n, tag=tag: Counter(terminate_at=n, tag=tag) for tag, n in enumerate((2, 5, 9))])
     lengths = []
     got = rollout(venv, lambda obs: np.zeros(len(obs), dtype=np.int64), episodes=7,
                   on_episode=lambda t: lengths.append(len(t)))
-    assert len(got) == 7 and lengths == [len(t) for t in got] and all(t.terminal for t in got)
+    copies = [int(t.obs[0, 0]) // 10_000 for t in got]
+    assert sorted(copies) == [0, 0, 0, 1, 1, 2, 2]  # 7 = 3 + 2 + 2, the remainder to the first copy
+    assert [len(t) for t in got] == lengths and all(len(t) == (2, 5, 9)[c] for t, c in zip(got, copies))
     steps = rollout(venv, lambda obs: np.zeros(len(obs), dtype=np.int64), steps=100)
-    assert sum(map(len, steps)) >= 100 and sum(map(len, steps[:-3])) < 100
+    assert sum(map(len, steps)) >= 100 and sum(map(len, steps[:-1])) < 100  # stops at the episode that covers it
 
 
 def returns_summary(*returns: float) -> dict:
@@ -84,7 +89,7 @@ def test_ranked_checkpoints_video_and_card(collect):
                                                                            "step_00000512.zip"]
     reader = imageio.get_reader(run_dir / "preview.mp4")
     assert reader.get_meta_data()["fps"] == 100 and reader.get_meta_data()["size"] == (600, 400)
-    assert 400 <= reader.count_frames() <= 501  # one 500-step episode (the final frame is the reset one)
+    assert reader.count_frames() == 501  # one 500-step episode: the reset frame and one per step
     card = DatasetCard.load(run_dir / "README.md")
     assert [r["rank"] for r in card.data.rlhp["ranking"]] == [0, 1, 2] and "## Ranks" in card.text
     assert "collect.log" in {p.name for p in run_dir.iterdir()}
@@ -116,8 +121,12 @@ def test_zoo_layout_hub_repo_with_normalisation(collect, tmp_path):
     run_dir, _ = collect("expert=hub", f"expert.repo_id={repo}", "episodes=3", "n_envs=2", "video.episodes=0")
     got, meta = open_trajectories(run_dir / "dataset")
     assert len(got) == 3 and meta["env_id"] == "CartPole-v1" and meta["policy"]["source"] == f"hf://{repo}"
-    raw = np.concatenate([t.obs for t in got])
-    assert np.abs(raw).max() < 5  # raw CartPole observations, not the normalised ones the policy saw
+    # CartPole resets uniformly in [-0.05, 0.05]: the stored first observations are raw, while the
+    # normalised ones the policy saw are not in that range.
+    first = np.stack([t.obs[0] for t in got])
+    assert np.abs(first).max() <= 0.05
+    stats = VecNormalize.load(str(repo / "vec_normalize.pkl"), DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    assert np.abs(stats.normalize_obs(first)).max() > 0.05
 
 
 @pytest.mark.slow
@@ -171,3 +180,15 @@ def test_push_without_network_keeps_dataset_and_staged_repo(collect, monkeypatch
     assert len(staged) == len(saved) == 4
     for a, b in zip(staged, saved):
         np.testing.assert_array_equal(a.obs, b.obs)
+
+
+@pytest.mark.parametrize(("checkpoints", "message"), [
+    ([500, 1024], r"has \[1024\] at or after the end of training \(expert.total_timesteps=1024\)"),
+    ([2000], r"has \[2000\] at or after the end"),
+    ([100, 100], "must be distinct positive training steps"),
+])
+def test_ranked_checkpoints_outside_training_are_refused_before_training(tmp_path, checkpoints, message):
+    expert = TrainedExpert(lambda env, seed: pytest.fail("trained despite a bad checkpoint"),
+                           GymEnv("CartPole-v1", n_envs=1), total_timesteps=1024)
+    with pytest.raises(ConfigError, match=message):
+        expert.snapshots(tmp_path, seed=0, checkpoints=checkpoints)

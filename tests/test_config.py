@@ -91,3 +91,11 @@ def test_every_command_shares_the_hydra_output_and_logging(tmp_path):
         assert cfg.hydra.job.name == name and not cfg.hydra.job.chdir
         assert cfg.hydra.run.dir.startswith(f"outputs/{name}/") and cfg.hydra.sweep.dir.startswith(f"multirun/{name}/")
         assert cfg.hydra.job_logging.handlers.console.filters == ["console"]
+
+
+def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tmp_path):
+    cfg = composed("train", ["debug=fast", "preference_model.discount_factor=0.9", "preference_model.threshold=7"],
+                   tmp_path)
+    loop = build_loop(cfg)
+    assert loop.gatherer.discount_factor == loop.reward_trainer.discount_factor == 0.9
+    assert loop.gatherer.threshold == loop.reward_trainer.threshold == 7

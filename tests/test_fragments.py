@@ -67,3 +67,17 @@ def test_active_selection_refuses_single_net_and_bad_measure():
         ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=1))
     with pytest.raises(ValueError, match="uncertainty_on"):
         ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=2), uncertainty_on="entropy")
+
+
+def test_active_selection_asks_its_base_for_factor_times_the_pairs():
+    asked = []
+
+    class SpyBase(RandomFragmenter):
+        def __call__(self, trajectories, fragment_length, num_pairs):
+            asked.append(num_pairs)
+            return super().__call__(trajectories, fragment_length, num_pairs)
+
+    trajs = [trajectory(40, offset=10 * i) for i in range(5)]
+    active = ActiveSelectionFragmenter(SpyBase(np.random.default_rng(0), warning_threshold=0),
+                                       RewardNet(*spaces(1), members=3), fragment_sample_factor=2.5)
+    assert len(active(trajs, 8, 7)) == 7 and asked == [18]  # ceil(2.5 * 7)

@@ -37,3 +37,9 @@ def test_constant_and_inverse_quadratic():
 def test_schedules_total(schedule):
     plan = comparison_schedule(500, 0.3, 20, schedule)
     assert len(plan) == 21 and sum(plan) == 500 and plan[0] == 150
+
+
+def test_the_initial_share_is_rounded_not_truncated():
+    assert 100 * 0.57 < 57  # floating point: 56.99999999999999
+    assert comparison_schedule(100, 0.57, 2, Constant())[0] == 57
+    assert comparison_schedule(10, 0.25, 2, Constant())[0] == 2  # a tie rounds to even, as Python's round

@@ -72,9 +72,12 @@ def test_sampling_takes_the_freshest_training_episodes_first_and_gives_explorati
     assert sum(map(len, explored)) >= 400 and all(len(t) == 500 for t in explored)
     assert all(t.acts.mean() > 0.3 for t in explored)  # random actions, not the agent's zeros
     assert source.recorder.finished == []  # sampled episodes are not sampled again
+    assert source.metrics() == {"sampled_from_training_steps": 400, "sampled_rollout_steps": 0,
+                                "sampled_exploration_steps": sum(map(len, explored))}
     source.exploration_frac = 0.0
     topped_up = source.sample(300)  # nothing fresh left: rollouts of the agent's own policy
     assert sum(map(len, topped_up)) >= 300 and all((t.acts == 0).all() for t in topped_up)
+    assert source.metrics()["sampled_exploration_steps"] == 0
 
 
 def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):

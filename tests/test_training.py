@@ -6,7 +6,7 @@ from helpers import random_pairs, spaces
 from rlhp.data import PreferenceDataset
 from rlhp.feedback import SyntheticGatherer
 from rlhp.rewards import RewardNet
-from rlhp.training import RewardTrainer
+from rlhp.training import RewardTrainer, summarise
 
 
 def labelled(n: int, seed: int = 0) -> PreferenceDataset:
@@ -51,15 +51,58 @@ def test_batch_must_be_multiple_of_minibatch():
         RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), batch_size=32, minibatch_size=5)
 
 
-def test_validation_split_errors_when_a_side_is_empty_and_adapts_weight_decay():
+def test_validation_split_errors_when_a_side_is_empty():
     trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), val_split=0.1)
     with pytest.raises(ValueError, match="val_split=0.1 leaves an empty validation set with 4 pairs"):
         trainer.train(labelled(4))
+
+
+def test_weight_decay_moves_by_its_factor_towards_less_overfitting_and_stays_bounded():
+    trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), val_split=0.5, weight_decay=1e-3,
+                            weight_decay_adapt=2.0, adapt_tolerance=0.1)
+
+    def decay():
+        return trainer.optimizer.param_groups[0]["weight_decay"]
+
+    trainer.adapt_weight_decay(1.05)
+    assert decay() == 1e-3  # within tolerance: unchanged
+    trainer.adapt_weight_decay(1.5)
+    assert decay() == 2e-3  # validation loss above training loss: more decay
+    trainer.adapt_weight_decay(0.5)
+    trainer.adapt_weight_decay(0.5)
+    assert decay() == 5e-4
+    for _ in range(30):
+        trainer.adapt_weight_decay(10.0)
+    assert decay() == pytest.approx(1e-3 * 100)  # 1e-3 would have grown to 537 unbounded
+    for _ in range(60):
+        trainer.adapt_weight_decay(0.01)
+    assert decay() == pytest.approx(1e-3 / 100)
+
+
+def test_a_wide_net_overfitting_few_pairs_raises_its_weight_decay_to_the_bound():
     trainer = RewardTrainer(RewardNet(*spaces(), hidden_sizes=[256, 256]), np.random.default_rng(0),
                             val_split=0.5, weight_decay=1e-3, weight_decay_adapt=2.0, epochs=20)
     metrics = trainer.train(labelled(40))
-    assert {"val_loss", "val_accuracy"} <= metrics.keys()
-    assert metrics["weight_decay"] != 1e-3  # over-fitting 20 pairs with a wide net moves it
+    # Unbounded, 20 over-fitting epochs took 1e-3 to 131.
+    assert metrics["val_loss"] > 10 * metrics["reward_loss"] and metrics["weight_decay"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("kwargs", [{"weight_decay": 0.0, "val_split": 0.2}, {"weight_decay": 1e-3, "val_split": 0.0},
+                                    {"weight_decay": 1e-3, "val_split": 0.2, "weight_decay_adapt": 1.0}])
+def test_weight_decay_adaptation_that_could_never_act_is_refused(kwargs):
+    with pytest.raises(ValueError, match="weight_decay_adapt needs"):
+        RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), **{"weight_decay_adapt": 2.0, **kwargs})
+
+
+def test_accuracy_counts_only_pairs_with_a_preference_and_ties_report_their_gap():
+    trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0))
+    returns = torch.tensor([[2.0, 0.0], [0.0, 1.0], [0.0, 0.0], [3.0, 0.0], [0.0, 0.5]])
+    labels = torch.tensor([1.0, 1.0, 0.5, 0.5, 0.0])
+    metrics = summarise(trainer.scores(returns, labels).totals(), 5, "x_")
+    assert metrics["x_accuracy"] == pytest.approx(2 / 3)  # pairs 0 and 4 right, 1 wrong; the ties are not counted
+    assert metrics["x_tie_gap"] == pytest.approx((0.0 + torch.sigmoid(torch.tensor(3.0)).item() - 0.5) / 2)
+    only_ties = summarise(trainer.scores(returns[2:4], labels[2:4]).totals(), 2, "x_")
+    assert "x_accuracy" not in only_ties and "x_tie_gap" in only_ties
 
 
 class RecordingTrainer(RewardTrainer):
@@ -84,22 +127,19 @@ def test_each_member_trains_on_its_own_resample_of_the_training_split():
     assert all(len(set(row)) < 60 for row in members)  # with replacement
 
 
-def test_summing_member_losses_gives_each_member_its_own_gradient():
+def test_each_member_gets_the_gradient_it_would_get_trained_alone():
     torch.manual_seed(0)
-    net = RewardNet(*spaces(), members=3)
-    trainer = RewardTrainer(net, np.random.default_rng(0))
-    ds = labelled(12)
-    inputs, labels = ds.pairs.tensors(), torch.as_tensor(ds.labels)
-    idx = torch.as_tensor(np.random.default_rng(1).integers(0, 12, (3, 8)))
-
-    def grads(member: int | None) -> list[torch.Tensor]:
-        net.zero_grad()
-        loss, _ = trainer.losses(trainer._returns(inputs, idx), labels[idx])
-        (loss.sum() if member is None else loss[member].sum()).div(8).backward()
-        return [p.grad.clone() for p in net.parameters()]
-
-    together = grads(None)
+    ensemble = RewardNet(*spaces(), members=3, normalize_input=False)
+    start = {k: v.clone() for k, v in ensemble.state_dict().items()}
+    trainer = RecordingTrainer(ensemble, np.random.default_rng(0), batch_size=64, epochs=1)
+    ds = labelled(40)
+    trainer.train(ds)  # one batch: one step, whose gradients stay on the parameters
+    (idx,) = trainer.seen
     for m in range(3):
-        alone = grads(m)
-        for both, own in zip(together, alone):
-            torch.testing.assert_close(both[m], own[m])  # no cross-member terms, no 1/members scaling
+        alone = RewardNet(*spaces(), members=1, normalize_input=False)
+        alone.load_state_dict({k: v[m:m + 1] if k.startswith("mlp.") else v for k, v in start.items()})
+        solo = RewardTrainer(alone, np.random.default_rng(0))
+        scores = solo.scores(solo._returns(ds.pairs.tensors(), idx[m:m + 1]), torch.as_tensor(ds.labels)[idx[m]])
+        (scores.loss.sum() / idx.shape[1]).backward()
+        for (name, together), own in zip(ensemble.named_parameters(), alone.parameters()):
+            torch.testing.assert_close(together.grad[m], own.grad[0], msg=name)

@@ -110,9 +110,14 @@ class TrainedExpert:
 
     def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
         """Train, saving ``expert.zip`` and ``checkpoints/step_*.zip``; return the checkpoints, then the final."""
-        early = sorted({int(c) for c in checkpoints if c < self.total_timesteps})
-        if any(c < 1 for c in early):
-            raise ConfigError("ranked.checkpoints", f"must be positive training steps, got {list(checkpoints)}")
+        early = sorted(int(c) for c in checkpoints)
+        key = "ranked.checkpoints"
+        if any(c < 1 for c in early) or len(set(early)) < len(early):
+            raise ConfigError(key, f"must be distinct positive training steps, got {list(checkpoints)}")
+        late = [c for c in early if c >= self.total_timesteps]
+        if late:
+            raise ConfigError(key, f"has {late} at or after the end of training (expert.total_timesteps="
+                              f"{self.total_timesteps}); each must come before it (the final model is the top rank)")
         if early:
             (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
         model = self.algorithm(env=self.env.make(seed), seed=seed)

@@ -49,6 +49,7 @@ class AgentTrainer(TrajectorySource, Agent):
         self.sample_venv.action_space.seed(seed)
         self.rng = rng
         self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
+        self._sampled: dict[str, float] = {}
 
     @property
     def agent(self) -> AgentTrainer:
@@ -82,14 +83,23 @@ class AgentTrainer(TrajectorySource, Agent):
         """Freshest training episodes first, topped up by rollouts; a share from exploration."""
         explore = int(round(self.exploration_frac * steps))
         fresh = take(reversed(self.recorder.pop_finished()), steps - explore)
-        missing = steps - explore - sum(map(len, fresh))
-        if missing > 0:
-            fresh += rollout(self.sample_venv, self.policy, missing)
-        if not explore:
-            return fresh
-        exploring = mixed_policy(self.policy, self.sample_venv.action_space, self.rng, self.random_prob,
-                                 self.switch_prob)
-        return fresh + rollout(self.sample_venv, exploring, explore)
+        from_training = sum(map(len, fresh))
+        if steps - explore > from_training:
+            fresh += rollout(self.sample_venv, self.policy, steps - explore - from_training)
+        explored: list[Trajectory] = []
+        if explore:
+            exploring = mixed_policy(self.policy, self.sample_venv.action_space, self.rng, self.random_prob,
+                                     self.switch_prob)
+            explored = rollout(self.sample_venv, exploring, explore)
+        self._sampled = {"sampled_from_training_steps": from_training,
+                         "sampled_rollout_steps": sum(map(len, fresh)) - from_training,
+                         "sampled_exploration_steps": sum(map(len, explored))}
+        return fresh + explored
+
+    def metrics(self) -> dict[str, float]:
+        """Steps of the last sample taken from training episodes, from extra rollouts of the policy,
+        and from the exploration policy."""
+        return dict(self._sampled)
 
     def held_out(self, steps: int) -> list[Trajectory]:
         """Fresh episodes of the current policy, never trained on."""

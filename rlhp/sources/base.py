@@ -58,6 +58,10 @@ class TrajectorySource(ABC):
     def held_out(self, steps: int) -> list[Trajectory]:
         """Trajectories never sampled, to evaluate the learned reward on."""
 
+    def metrics(self) -> dict[str, float]:
+        """Figures about the last :meth:`sample`, logged with the round (none unless overridden)."""
+        return {}
+
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to sample as this one would (nothing, unless overridden)."""
         return {}
