@@ -1,16 +1,24 @@
-"""What happens after each round besides learning: the progress bar, metrics.csv, checkpoints."""
+"""What happens after each round besides learning: the progress bar, metrics.csv, trajectories,
+labels and checkpoints, each written so that a crash never leaves half a file."""
 
 from __future__ import annotations
 
-import json
 import logging
+import os
+import shutil
 
-import torch
+import gymnasium as gym
+import numpy as np
+from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from rlhp.data import save_trajectories
+from rlhp.checkpoints import prune_checkpoints, save_checkpoint
+from rlhp.data import FragmentPairs, PreferenceDataset
+from rlhp.data.hf import dataset_metadata, trajectories_to_dataset
+from rlhp.data.hub import trajectories_card
 from rlhp.loop import Metrics, PreferenceComparisons
 from rlhp.runs import MetricsCSV, RunFolder
+from rlhp.runs.folder import HALF_WRITTEN
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +29,8 @@ class ProgressBar:
     The round's whole metrics go to the log file, not the console.
     """
 
-    def __init__(self, total: int) -> None:
-        self.bar = tqdm(total=total, desc="rounds", unit="round", dynamic_ncols=True)
+    def __init__(self, total: int, done: int = 0) -> None:
+        self.bar = tqdm(total=total, initial=done, desc="rounds", unit="round", dynamic_ncols=True)
 
     def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
         """Advance one round."""
@@ -42,51 +50,91 @@ class ProgressBar:
 class MetricsWriter:
     """Appends each round's metrics to ``metrics.csv`` (every key, see :class:`~rlhp.runs.MetricsCSV`)."""
 
-    def __init__(self, run: RunFolder) -> None:
-        self.csv = MetricsCSV(run.metrics_csv)
+    def __init__(self, csv: MetricsCSV) -> None:
+        self.csv = csv
 
     def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
         """Write the round's row."""
         self.csv.append(metrics)
 
 
-class Checkpointer:
-    """Saves the loop's state to ``checkpoints/iter_XXXX`` every ``every`` rounds (0: never),
-    and the trajectories sampled so far to ``trajectories/``, so a crash loses at most a round.
+class TrajectoryWriter:
+    """Appends each round's sampled trajectories to ``trajectories/`` as one new Parquet file
+    (``round-XXXX.parquet``, never rewritten), beside a dataset card with the spaces and env, so the
+    folder loads as a dataset (``trajectories=dataset trajectories.path=<run>/trajectories``)."""
 
-    Args:
-        run: the run folder.
-        every: rounds between checkpoints; the last round is always saved.
-        reward_net_config: the config that built the reward net, saved beside its weights.
-        env_id: recorded in the trajectories' metadata.
-    """
-
-    def __init__(self, run: RunFolder, every: int, reward_net_config: dict, env_id: str) -> None:
-        self.run, self.every, self.reward_net_config = run, every, reward_net_config
+    def __init__(self, run: RunFolder, env_id: str, observation_space: gym.Space, action_space: gym.Space) -> None:
+        self.folder = run.trajectories_dir
+        self.spaces = {"observation_space": observation_space, "action_space": action_space}
         self.metadata = {"env_id": env_id, "policy": {"name": "rlhp-train agent", "source": str(run.path)}}
 
     def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
+        """Write the round's shard (and the card, once)."""
+        if not loop.sampled:
+            return
+        ds = trajectories_to_dataset(loop.sampled, metadata=self.metadata, **self.spaces)
+        if not (self.folder / "README.md").exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
+            trajectories_card(meta).save(self.folder / "README.md")
+        shard = self.folder / f"round-{int(metrics['iteration']):04d}.parquet"
+        tmp = shard.with_name(shard.name + HALF_WRITTEN)
+        ds.to_parquet(str(tmp))
+        os.replace(tmp, shard)
+
+    def forget_after(self, rounds: int) -> None:
+        """Delete the shards of rounds ``rounds`` and later (a resumed run writes them again)."""
+        for shard in self.folder.glob("round-*.parquet*"):
+            if int(shard.name[6:10]) >= rounds:
+                shard.unlink()
+
+
+class LabelJournal:
+    """Saves every batch of labels the moment it is gathered, before training on it, as
+    ``labels/round_XXXX/`` (a preference dataset): a crash in training loses no label."""
+
+    def __init__(self, run: RunFolder) -> None:
+        self.folder = run.labels_dir
+
+    def __call__(self, round_: int, pairs: FragmentPairs, labels: np.ndarray, ids: np.ndarray) -> None:
+        """Save one round's labels."""
+        batch = PreferenceDataset()
+        batch.push(pairs, labels, ids)
+        batch.save(self.folder / f"round_{round_:04d}")
+
+    def forget_after(self, rounds: int) -> None:
+        """Delete the labels of rounds ``rounds`` and later (a resumed run gathers them again)."""
+        for folder in self.folder.glob("round_*"):
+            if int(folder.name[6:10]) >= rounds:
+                shutil.rmtree(folder)
+
+
+class Checkpointer:
+    """Saves the whole loop to ``checkpoints/iter_XXXX`` every ``every`` rounds (0: only at the end)
+    and after the last, keeping the newest ``keep``; see :mod:`rlhp.checkpoints`.
+
+    Args:
+        run: the run folder.
+        every: rounds between checkpoints.
+        keep: round checkpoints kept (``final/`` is extra).
+        cfg, overrides: the run's config and command-line overrides, saved in each checkpoint.
+        reward_net_config: the config that built the reward net, saved beside its weights.
+    """
+
+    def __init__(self, run: RunFolder, every: int, keep: int, cfg: DictConfig, overrides: list[str],
+                 reward_net_config: dict) -> None:
+        self.run, self.every, self.keep = run, every, keep
+        self.cfg, self.overrides, self.reward_net_config = cfg, overrides, reward_net_config
+        self.saved_rounds = -1
+
+    def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
         """Save when due, and always after the last round."""
-        if self.every and (loop.iteration % self.every == 0 or loop.iteration == loop.num_rounds - 1):
-            self.save(loop, f"iter_{loop.iteration:04d}")
+        k = int(metrics["iteration"])
+        if loop.done or (self.every and k % self.every == 0):
+            self.save(loop, f"iter_{k:04d}")
 
     def save(self, loop: PreferenceComparisons, name: str) -> None:
-        """Write ``checkpoints/<name>`` (reward net, optimiser, agent, preferences, counters) and the trajectories."""
-        path = self.run.checkpoint(name)
-        path.mkdir(parents=True, exist_ok=True)
-        state = loop.state_dict()
-        trainer = state["reward_trainer"]
-        torch.save({"state_dict": trainer["net"], "config": self.reward_net_config}, path / "reward_net.pt")
-        torch.save({"optimizer": trainer["optimizer"], "torch_rng": torch.get_rng_state()}, path / "trainer.pt")
-        if loop.source.agent is not None:
-            loop.source.agent.save(path / "agent.zip")
-        if len(loop.dataset):
-            loop.dataset.save(path / "preferences")
-        counters = {k: state[k] for k in ("iteration", "timesteps", "comparisons", "timestep_targets",
-                                          "episode_lengths", "wall_s", "rng")}
-        counters["next_query_id"] = state["querent"]["next_id"]
-        (path / "state.json").write_text(json.dumps(counters, indent=1, default=int))
-        if loop.trajectories:
-            net = loop.reward_trainer.net
-            save_trajectories(loop.trajectories, self.run.trajectories_dir, metadata=self.metadata,
-                              observation_space=net.observation_space, action_space=net.action_space)
+        """Write ``checkpoints/<name>`` and prune the old ones."""
+        save_checkpoint(self.run, loop, name, self.cfg, self.overrides, self.reward_net_config)
+        self.saved_rounds = loop.iteration
+        prune_checkpoints(self.run, self.keep)

@@ -21,6 +21,10 @@ def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> o
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
         print(f"{command}: {err.kind}: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
+        logging.getLogger("rlhp").error("interrupted", extra=FILE_ONLY)
+        print(f"\n{command}: interrupted; the last checkpoint is kept", file=sys.stderr)
+        sys.exit(130)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -47,3 +47,18 @@ class RunError(RlhpError):
 
 class VariableHorizonError(RunError):
     """Terminal episodes of different lengths: their length would leak the reward."""
+
+
+class DivergedError(RunError):
+    """A NaN or infinite loss, reward or weight: training cannot go on from this state."""
+
+
+class Stopped(RlhpError):
+    """The run was asked to stop (SIGINT / SIGTERM) and saved what it had; ``exit_code`` follows the
+    shell's 128 + signal convention (130 for Ctrl-C, 143 for SIGTERM)."""
+
+    kind = "stopped"
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum

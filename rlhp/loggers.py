@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,15 @@ class WandbLogger(NullLogger):
         import wandb
 
         os.environ.setdefault("WANDB_SILENT", "true")
+        # One W&B run per run folder: a resumed run logs on under the id its first launch chose.
+        id_file = run_dir / "wandb" / "rlhp-run-id"
+        id_file.parent.mkdir(parents=True, exist_ok=True)
+        run_id = id_file.read_text().strip() if id_file.exists() else secrets.token_hex(4)
+        id_file.write_text(run_id)
         self.run = wandb.init(
             project=self.project, group=self.group, name=self.name or run_dir.name, tags=self.tags,
             config=OmegaConf.to_container(cfg, resolve=True), dir=str(run_dir), mode=self.mode,
-            job_type="train", settings=wandb.Settings(console="off"),
+            job_type="train", settings=wandb.Settings(console="off"), id=run_id, resume="allow",
         )
 
     def __call__(self, loop: Any, metrics: dict[str, float]) -> None:

@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
-from rlhp.data import PreferenceDataset, Trajectory
-from rlhp.errors import VariableHorizonError
+from rlhp.data import FragmentPairs, PreferenceDataset, Trajectory
+from rlhp.errors import DivergedError, VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.fragments import Fragmenter
 from rlhp.schedules import apportion
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 Metrics = dict[str, float]
 RoundCallback = Callable[["PreferenceComparisons", Metrics], None]
 """Called after every round with the loop and the round's metrics (logging, checkpoints, progress)."""
+LabelSink = Callable[[int, FragmentPairs, np.ndarray, np.ndarray], None]
+"""Called with (round, pairs, labels, ids) as soon as labels are gathered, before any training on them."""
 
 
 def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
@@ -44,6 +47,16 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]
             "length says how well the agent did, and any positive learned reward 'solves' the "
             "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
             "or set allow_variable_horizon=true if you know the risks.")
+
+
+def _check_finite(round_: int, part: str, values: dict[str, float],
+                  parameters: Iterator[tuple[str, torch.Tensor]]) -> None:
+    """Raise :class:`DivergedError` naming the round and the part when a value or weight is NaN or infinite."""
+    bad = [f"{k} = {v}" for k, v in values.items() if not math.isfinite(v)]
+    bad += [f"non-finite weights in {name}" for name, p in parameters if not torch.isfinite(p).all()][:3]
+    if bad:
+        raise DivergedError(f"round {round_}: {part} diverged ({'; '.join(bad)}); the run stops here and its "
+                            "last checkpoint is the last good state. Lower the learning rate and run again")
 
 
 class _PhaseClock:
@@ -74,13 +87,16 @@ class PreferenceComparisons:
         transition_oversampling: sample this many times the transitions the fragments need.
         initial_epoch_multiplier: round 0 trains the reward model this many times longer.
         allow_variable_horizon: accept terminal episodes of different lengths.
+        label_sink: told of every batch of labels as soon as it is gathered (to save it at once).
+
+    ``iteration`` counts the rounds done; ``sampled`` holds the last round's trajectories only.
     """
 
     def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
                  comparisons: list[int], total_timesteps: int, fragment_length: int, rng: np.random.Generator,
                  transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
-                 allow_variable_horizon: bool = False) -> None:
+                 allow_variable_horizon: bool = False, label_sink: LabelSink | None = None) -> None:
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.rng = dataset, reward_trainer, rng
         self.comparisons = comparisons
@@ -91,10 +107,11 @@ class PreferenceComparisons:
         self.transition_oversampling = transition_oversampling
         self.initial_epoch_multiplier = initial_epoch_multiplier
         self.allow_variable_horizon = allow_variable_horizon
+        self.label_sink = label_sink
         self.iteration = 0
         self.timesteps = 0
         self.episode_lengths: dict[int, bool] = {}
-        self.trajectories: list[Trajectory] = []
+        self.sampled: list[Trajectory] = []
         self.wall_s = 0.0
 
     @property
@@ -102,14 +119,21 @@ class PreferenceComparisons:
         """Gathering rounds: the initial one plus one per iteration."""
         return len(self.comparisons)
 
-    def run(self, callbacks: Sequence[RoundCallback] = ()) -> Metrics:
-        """Run the remaining rounds, calling each callback with the round's metrics."""
+    @property
+    def done(self) -> bool:
+        """Whether every round has run."""
+        return self.iteration >= self.num_rounds
+
+    def run(self, callbacks: Sequence[RoundCallback] = (), stop: Callable[[], bool] = lambda: False) -> Metrics:
+        """Run the remaining rounds, calling each callback with the round's metrics; after a round,
+        return early when ``stop()`` says so."""
         metrics: Metrics = {}
-        while self.iteration < self.num_rounds:
+        while not self.done:
             metrics = self.round()
             for callback in callbacks:
                 callback(self, metrics)
-            self.iteration += 1
+            if stop():
+                return metrics
         if self.source.agent is not None and self.timesteps != self.total_timesteps:
             log.info("trained %d agent steps of total_timesteps=%d: the agent trains whole rollouts "
                      "(make total_timesteps a multiple of the rollout size to train it exactly)",
@@ -122,6 +146,7 @@ class PreferenceComparisons:
         k, n = self.iteration, self.comparisons[self.iteration]
         metrics: Metrics = {"iteration": k}
         clock = _PhaseClock(metrics)
+        self.sampled = []
         if n > 0:
             steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
             with clock("sample"):
@@ -129,13 +154,15 @@ class PreferenceComparisons:
             metrics.update(self.source.metrics())
             if not self.allow_variable_horizon:
                 check_fixed_horizon(trajectories, self.episode_lengths)
-            self.trajectories += trajectories
+            self.sampled = trajectories
             with clock("fragment"):
                 pairs = self.fragmenter(trajectories, self.fragment_length, n)
             self.gatherer.add(pairs, self.querent(pairs))
         with clock("gather"):
             answered, labels, ids = self.gatherer()
         if answered is not None:
+            if self.label_sink is not None:
+                self.label_sink(k, answered, labels, ids)
             self.dataset.push(answered, labels, ids)
         metrics["comparisons"] = len(self.dataset)
         metrics.update(self.gatherer.metrics())
@@ -143,6 +170,8 @@ class PreferenceComparisons:
             multiplier = self.initial_epoch_multiplier if k == 0 else 1.0
             with clock("reward_training"):
                 metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
+            _check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]},
+                          self.reward_trainer.net.named_parameters())
         agent = self.source.agent
         if agent is not None:
             wanted = self.timestep_targets[k] - self.timesteps
@@ -153,9 +182,11 @@ class PreferenceComparisons:
                 if len(report.returns):
                     metrics.update(true_return_mean=float(report.returns.mean()),
                                    true_return_std=float(report.returns.std()))
+                _check_finite(k, "the agent", {}, agent.named_parameters())
         metrics["timesteps"] = self.timesteps
         self.wall_s += time.perf_counter() - start
         metrics["wall_s"] = self.wall_s
+        self.iteration += 1
         return metrics
 
     def state_dict(self) -> dict[str, Any]:

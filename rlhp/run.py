@@ -1,10 +1,12 @@
-"""``train(cfg)``: builds every part from the config, runs the loop, writes the run folder."""
+"""``train(cfg)``: builds every part from the config (or resumes them from the run folder), runs the
+loop, writes the run folder."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -15,17 +17,19 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 
-from rlhp.callbacks import Checkpointer, MetricsWriter, ProgressBar
+from rlhp.callbacks import Checkpointer, LabelJournal, MetricsWriter, ProgressBar, TrajectoryWriter
+from rlhp.checkpoints import latest_loadable
 from rlhp.config import build, validate_train
 from rlhp.data import PreferenceDataset
-from rlhp.errors import ConfigError
+from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.evaluation import policy_return, reward_correlation
 from rlhp.logs import CONSOLE
 from rlhp.loop import PreferenceComparisons
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
-from rlhp.runs import RunFolder
+from rlhp.runs import MetricsCSV, RunFolder
 from rlhp.schedules import comparison_schedule
+from rlhp.stops import StopRequest
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +95,49 @@ def evaluate(loop: PreferenceComparisons, cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
+def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
+                    ) -> tuple[PreferenceComparisons, DictConfig, list[str]]:
+    """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
+    overrides it runs under. A folder that holds checkpoints resumes by itself when the config is the
+    same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved config."""
+    if run.finished():
+        raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
+                       "another folder")
+    found = latest_loadable(run)
+    if found is None:
+        if cfg.resume is not None:
+            raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
+        return build_loop(cfg), cfg, overrides
+    path, loop, saved, saved_overrides = found
+    if cfg.resume is not None:
+        extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))]
+        if extra:
+            raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
+                              f"drop the other overrides {extra} or start a new run")
+        # Hydra has just written this launch's config into .hydra/; the record must stay the run's.
+        (run.path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+        (run.path / ".hydra" / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(saved_overrides)))
+    else:
+        differ = _differences(saved, cfg)
+        if differ:
+            raise ConfigError(differ[0], f"differs from the run already in {str(run.path)!r} ({len(differ)} keys "
+                              f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
+    log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
+    return loop, saved, saved_overrides
+
+
+def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
+    """Dotted keys whose values differ between two configs (``resume`` and ``hydra`` aside)."""
+    def flat(node: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(node, dict):
+            return {k: v for key, value in node.items() for k, v in flat(value, f"{prefix}{key}.").items()}
+        return {prefix[:-1]: node}
+
+    a, b = (flat({k: v for k, v in OmegaConf.to_container(c, resolve=True).items() if k not in ("resume", "hydra")})
+            for c in (saved, cfg))
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
 def _describe(cfg: DictConfig) -> str:
     choices = HydraConfig.get().runtime.choices
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
@@ -102,33 +149,72 @@ def train(cfg: DictConfig) -> float:
     """Run preference comparisons as configured; return the metric named by ``optimized_metric``."""
     torch.set_num_threads(cfg.torch_threads)
     datasets.disable_progress_bars()  # one bar, the loop's, is enough
-    run = RunFolder(HydraConfig.get().runtime.output_dir)
-    loop = build_loop(cfg)
+    hydra_cfg = HydraConfig.get()
+    run = RunFolder(hydra_cfg.runtime.output_dir)
+    with run.lock():
+        loop, cfg, overrides = start_or_resume(run, cfg, list(hydra_cfg.overrides.task))
+        return _train(run, loop, cfg, overrides)
+
+
+def _train(run: RunFolder, loop: PreferenceComparisons, cfg: DictConfig, overrides: list[str]) -> float:
     log.info("rlhp-train: %s", _describe(cfg), extra=CONSOLE)
     log.info("run folder: %s", run.path, extra=CONSOLE)
+    metrics = MetricsCSV(run.metrics_csv)
+    shards = TrajectoryWriter(run, cfg.env.id, *_spaces(loop))
+    loop.label_sink = journal = LabelJournal(run)
+    # What rounds after the checkpoint wrote, the resumed run writes again, identically.
+    metrics.keep_rounds(loop.iteration)
+    shards.forget_after(loop.iteration)
+    journal.forget_after(loop.iteration)
     logger = build(cfg.logger)
     logger.start(cfg, run.path)
-    bar = ProgressBar(loop.num_rounds)
-    checkpointer = Checkpointer(run, cfg.checkpoint_every, OmegaConf.to_container(cfg.reward_net, resolve=True),
-                                cfg.env.id)
+    bar = ProgressBar(loop.num_rounds, done=loop.iteration)
+    checkpointer = Checkpointer(run, cfg.checkpoint_every, cfg.keep_checkpoints, cfg, overrides,
+                                OmegaConf.to_container(cfg.reward_net, resolve=True))
     try:
-        final = loop.run([MetricsWriter(run), logger, bar, checkpointer])
+        with StopRequest() as stop:
+            loop.run([MetricsWriter(metrics), shards, logger, bar, checkpointer], stop=lambda: bool(stop))
         bar.close()
+        if stop:
+            if checkpointer.saved_rounds != loop.iteration:
+                checkpointer.save(loop, f"iter_{loop.iteration - 1:04d}")
+            raise Stopped(f"{stop.signal.name} after round {loop.iteration - 1} of {loop.num_rounds}; the checkpoint "
+                          f"is saved: continue with `rlhp-train resume={run.path}`", stop.signal)
         checkpointer.save(loop, "final")
         result = evaluate(loop, cfg)
         name = optimized_metric(cfg, loop.source.agent is not None)
-        value = {**final, **result}.get(name)
+        rounds = run.metrics()
+        value = {**(rounds[-1] if rounds else {}), **result}.get(name)
         result["optimized_metric"] = {"name": name, "value": value}
-        run.eval_json.write_text(json.dumps(result, indent=2))
+        write_json(run.eval_json, result)
         logger.summary(result)
-    except BaseException:
+    except BaseException as err:
         bar.close()
-        logger.finish(exit_code=1)
+        logger.finish(exit_code=130 if isinstance(err, Stopped | KeyboardInterrupt) else 1)
         raise
     logger.finish()
     log.info("evaluation: %s; %s = %s (eval.json)", _headline(result), name,
              "n/a" if value is None else f"{value:.4g}", extra=CONSOLE)
     return math.nan if value is None else float(value)
+
+
+def _spaces(loop: PreferenceComparisons) -> tuple:
+    net = loop.reward_trainer.net
+    return net.observation_space, net.action_space
+
+
+def write_json(path: Path, values: dict[str, Any]) -> None:
+    """Strict JSON (NaN and infinities become null), written to a temporary file and renamed."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(clean(values), indent=2, allow_nan=False))
+    tmp.replace(path)
 
 
 def _headline(result: dict[str, Any]) -> str:

@@ -105,7 +105,6 @@ def loop_round() -> dict[str, float]:
         cfg = compose("train", overrides=["logger=none"])
     loop = build_loop(cfg)
     loop.round()
-    loop.iteration = 1
     metrics = loop.round()
     return {k[5:-2]: v for k, v in metrics.items() if k.startswith("time_")}
 

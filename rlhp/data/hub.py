@@ -89,6 +89,16 @@ def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | 
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
 
 
+def trajectories_card(meta: dict[str, Any]) -> DatasetCard:
+    """A card for a folder of per-round Parquet files of sampled trajectories (rlhp's metadata in its YAML)."""
+    header = {"tags": ["rlhp", "reinforcement-learning"],
+              "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "round-*.parquet"}]}],
+              "rlhp": meta}
+    body = (f"# Trajectories: {meta.get('env_id', 'unknown env')}\n\nEpisodes that `rlhp-train` sampled to cut "
+            "fragments from, one Parquet file per round, one row per episode (obs, acts, rews, terminal, infos).\n")
+    return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body)
+
+
 def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, video: str | Path | None) -> Path:
     """Write the repo's files into ``folder``: Parquet data, the card and the preview video."""
     folder = Path(folder)

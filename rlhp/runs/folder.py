@@ -6,18 +6,55 @@ A server, a report or a benchmark opens a finished (or running) run through :cla
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlhp.errors import RunError
 from rlhp.runs.metrics import read_metrics
+
+HALF_WRITTEN = ".tmp"
+"""Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
+
+
+class RunLock:
+    """An exclusive lock on a run folder while a run writes it (``flock`` on ``.lock``: the system
+    releases it when the process ends, however it ends)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.file = (folder / ".lock").open("a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise RunError(f"run folder {str(folder)!r} is in use by {holder}; wait for it to end, or run in "
+                           "another folder") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(f"rlhp pid {os.getpid()}")
+        self.file.flush()
+
+    def release(self) -> None:
+        """Unlock (closing the file releases the lock)."""
+        self.file.close()
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class RunFolder:
     """One run's folder: ``.hydra/``, the log, ``metrics.csv``, ``checkpoints/``, ``trajectories/``,
-    ``eval.json`` and ``wandb/``."""
+    ``labels/``, ``eval.json`` and ``wandb/``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -47,16 +84,42 @@ class RunFolder:
 
     @property
     def trajectories_dir(self) -> Path:
-        """Every trajectory sampled for fragments, as a Hugging Face dataset."""
+        """Every trajectory sampled for fragments: one Parquet file per round and a dataset card."""
         return self.path / "trajectories"
+
+    @property
+    def labels_dir(self) -> Path:
+        """Every label as it was gathered, before training on it: one dataset per round."""
+        return self.path / "labels"
 
     def checkpoint(self, name: str) -> Path:
         """The folder of checkpoint ``name`` (``iter_0003``, ``final``)."""
         return self.checkpoints_dir / name
 
     def checkpoints(self) -> list[Path]:
-        """The round checkpoints, oldest first (``final/`` not included)."""
-        return sorted(p for p in self.checkpoints_dir.glob("iter_*") if p.is_dir())
+        """The complete round checkpoints, oldest first (``final/`` not included)."""
+        found = self.checkpoints_dir.glob("iter_*")
+        return sorted(p for p in found if p.is_dir() and not p.name.endswith(HALF_WRITTEN))
+
+    def half_written(self) -> list[Path]:
+        """Checkpoints whose writing was cut off (never taken for whole)."""
+        return sorted(self.checkpoints_dir.glob(f"*{HALF_WRITTEN}"))
+
+    def latest_checkpoint(self) -> Path | None:
+        """``final/`` if it exists, else the newest complete round checkpoint, else None."""
+        final = self.checkpoint("final")
+        if final.is_dir():
+            return final
+        done = self.checkpoints()
+        return done[-1] if done else None
+
+    def finished(self) -> bool:
+        """Whether the run ended and evaluated (``eval.json`` is written last)."""
+        return self.eval_json.is_file()
+
+    def lock(self) -> RunLock:
+        """Lock the folder for writing; raises :class:`~rlhp.errors.RunError` when a live run holds it."""
+        return RunLock(self.path)
 
     def config(self) -> DictConfig:
         """The run's resolved config."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 
@@ -30,18 +30,34 @@ class MetricsCSV:
         with self.path.open("a", newline="") as f:
             csv.writer(f).writerow([metrics.get(c, "") for c in self.columns])
 
+    def keep_rounds(self, rounds: int) -> None:
+        """Drop the rows of rounds ``rounds`` and later (a resumed run writes them again)."""
+        if self.path.exists():
+            self._rewrite(lambda row: _round(row) < rounds)
+
     def _widen(self, new: list[str]) -> None:
+        self.columns += new
+        self._rewrite(lambda row: True)
+
+    def _rewrite(self, keep: Callable[[dict[str, str]], bool]) -> None:
         rows: list[dict[str, str]] = []
         if self.path.exists():
             with self.path.open(newline="") as f:
-                rows = list(csv.DictReader(f))
-        self.columns += new
+                rows = [row for row in csv.DictReader(f) if keep(row)]
         tmp = self.path.with_name(self.path.name + ".tmp")
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, self.columns)
             writer.writeheader()
             writer.writerows(rows)  # the text as written: a widened file reads back exactly
         os.replace(tmp, self.path)
+
+
+def _round(row: dict[str, str]) -> float:
+    """The row's round; a row cut off mid-write counts as the latest."""
+    try:
+        return float(row["iteration"])
+    except (TypeError, ValueError):
+        return float("inf")
 
 
 def read_metrics(path: str | Path) -> list[dict[str, float | None]]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlhp.data import Trajectory
@@ -40,6 +41,10 @@ class Agent(ABC):
     def save(self, path: str | Path) -> None:
         """Save the SB3 agent as a ``.zip`` that ``<Algorithm>.load`` reads."""
         self.algorithm.save(str(path))
+
+    def named_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The policy's weights (checked for NaN after training)."""
+        return self.algorithm.policy.named_parameters()
 
 
 class TrajectorySource(ABC):

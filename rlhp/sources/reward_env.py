@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
@@ -23,6 +26,14 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.reward_net, self.recorder = reward_net, recorder
         self._obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # SB3 keeps the class's members here (unpicklable descriptors); they come back from the class.
+        return {k: v for k, v in self.__dict__.items() if k != "class_attributes"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.class_attributes = dict(inspect.getmembers(self.__class__))
 
     def reset(self) -> np.ndarray:
         """Reset every env; episodes in progress are dropped from the record."""
