@@ -10,7 +10,8 @@ import torch
 from helpers import imitation_dataset, run_cli, wandb_history
 from stable_baselines3 import PPO
 
-from rlhp.data import PreferenceDataset, load_trajectories
+from rlhp.data import PreferenceDataset, save_trajectories
+from rlhp.data.hub import open_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
@@ -39,10 +40,18 @@ def test_default_run_writes_everything(train):
         prefs = datasets.load_from_disk(str(ckpt / "preferences"))
         assert set(prefs.column_names) >= {"id", "label", "obs", "acts"}
     assert PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").labels.shape == (20,)
-    trajs = datasets.load_from_disk(str(run_dir / "trajectories"))
+    # One Parquet file per round, and a card: plain `datasets` reads the folder.
+    assert sorted(p.name for p in (run_dir / "trajectories").iterdir()) == [
+        "README.md", "round-0000.parquet", "round-0001.parquet", "round-0002.parquet"]
+    trajs = datasets.load_dataset(str(run_dir / "trajectories"), split="train")
     assert set(trajs.column_names) == {"obs", "acts", "rews", "terminal", "infos"}
-    episodes = load_trajectories(run_dir / "trajectories")
-    assert all(len(t) == 500 and not t.terminal for t in episodes)
+    episodes, meta = open_trajectories(run_dir / "trajectories")
+    assert len(episodes) == trajs.num_rows and all(len(t) == 500 and not t.terminal for t in episodes)
+    assert meta["env_id"] == "rlhp/CartPole-FixedHorizon-v0" and "observation_space" in meta
+    # Every label reached labels/ in its round, each exactly once.
+    journal = [PreferenceDataset.load(p) for p in sorted((run_dir / "labels").iterdir())]
+    assert [len(d) for d in journal] == [6, 9, 5]  # 30% up front, then 14 split 1 : 1/1.5 (hyperbolic)
+    assert sorted(np.concatenate([d.ids for d in journal]).tolist()) == list(range(20))
     result = json.loads((run_dir / "eval.json").read_text())
     assert result["episodes"] == 2 and 0 <= result["true_return_mean"] <= 500
     assert -1 <= result["reward_correlation"] <= 1
@@ -175,14 +184,19 @@ def test_reward_from_a_saved_dataset_without_an_agent(train, tmp_path):
 def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
     source, _ = train(name="source")
     (tmp_path / "empty").mkdir()
-    arrow = next((source / "trajectories").glob("*.arrow"))
+    episodes, _ = open_trajectories(source / "trajectories")
+    save_trajectories(episodes, tmp_path / "arrow")
+    arrow = next((tmp_path / "arrow").glob("*.arrow"))
     arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+    shard = source / "trajectories" / "round-0001.parquet"
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     _, proc = train("trajectories=dataset", f"trajectories.path={tmp_path / 'nope'}", name="bad", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"rlhp-train: config error: config key `trajectories.path` '{tmp_path / 'nope'}' does not exist" \
         in proc.stderr
     for path, message in ((tmp_path / "empty", "is not a dataset: no save_to_disk files (state.json) and no Parquet"),
-                          (source / "trajectories", "could not be read, the Arrow data may be truncated")):
+                          (tmp_path / "arrow", "could not be read, the Arrow data may be truncated"),
+                          (source / "trajectories", "has Parquet files that could not be read")):
         _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)
         assert proc.returncode == 3 and f"rlhp-train: data error: '{path}' {message}" in proc.stderr
         assert "Traceback" not in proc.stderr
@@ -200,7 +214,7 @@ def test_dataset_from_another_env_is_refused(train):
 
 def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tmp_path):
     source, _ = train(name="source")
-    imitation_dataset(load_trajectories(source / "trajectories")).save_to_disk(str(tmp_path / "imit"))
+    imitation_dataset(open_trajectories(source / "trajectories")[0]).save_to_disk(str(tmp_path / "imit"))
     run_dir, _ = train("trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}", name="from_imitation")
     assert (run_dir / "checkpoints" / "final" / "reward_net.pt").exists()
     _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}",

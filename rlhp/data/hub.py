@@ -15,6 +15,7 @@ from typing import Any
 import datasets
 import pyarrow as pa
 import yaml
+from datasets.exceptions import DatasetGenerationError
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
@@ -155,8 +156,9 @@ def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
                             "Parquet files in it")
         try:
             ds = datasets.Dataset.from_parquet([str(f) for f in files])
-        except (OSError, pa.ArrowInvalid, ValueError) as err:
-            raise DataError(f"{where} has Parquet files that could not be read ({err})") from None
+        except (OSError, pa.ArrowInvalid, ValueError, DatasetGenerationError) as err:
+            cause = err.__cause__ or err  # datasets wraps the reader's error in a generic one
+            raise DataError(f"{where} has Parquet files that could not be read ({cause})") from None
         card = (path if path.is_dir() else path.parent) / "README.md"
         return ds, _card_metadata(card) if card.exists() else {}
     if not is_repo_id(source):
