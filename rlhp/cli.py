@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from collections.abc import Callable
 
@@ -18,13 +19,20 @@ def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> o
     try:
         return fn(cfg)
     except RlhpError as err:
+        _leaving()
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
         print(f"{command}: {err.kind}: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
+        _leaving()
         logging.getLogger("rlhp").error("interrupted", extra=FILE_ONLY)
         print(f"\n{command}: interrupted; the last checkpoint is kept", file=sys.stderr)
         sys.exit(130)
+
+
+def _leaving() -> None:
+    """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -1,0 +1,172 @@
+"""A killed run resumes to the same result; stops, locks and guard rails (slow: real runs, run in CI)."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import run_cli
+
+from rlhp.data import PreferenceDataset
+from rlhp.data.hub import open_trajectories
+
+pytestmark = pytest.mark.slow
+RUN = ["debug=fast", "logger=none", "seed=5", "num_iterations=5", "keep_checkpoints=2"]
+
+# Runs rlhp-train with one function wrapped so that its n-th call kills the process (SIGKILL) first.
+KILLER = """
+import importlib, os, signal, sys
+module, path, nth = sys.argv[1], sys.argv[2].split("."), int(sys.argv[3])
+owner = importlib.import_module(module)
+for name in path[:-1]:
+    owner = getattr(owner, name)
+original, calls = getattr(owner, path[-1]), []
+def killer(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(*args, **kwargs)
+setattr(owner, path[-1], killer)
+sys.argv = ["rlhp-train", *sys.argv[4:]]
+from rlhp.cli import train_main
+train_main()
+"""
+
+MOMENTS = {
+    "between gathering and reward training (round 2)": ("rlhp.training", "RewardTrainer.train", 3),
+    "inside a checkpoint write (round 2, after reward_net.pt)": ("torch", "save", 8),
+    "before agent training (round 3)": ("rlhp.sources.agent", "AgentTrainer.train", 4),
+    "before round 1's trajectory shard": ("rlhp.callbacks", "TrajectoryWriter.__call__", 2),
+    "before round 3's metrics row": ("rlhp.runs.metrics", "MetricsCSV.append", 4),
+    "between a checkpoint and pruning (round 4)": ("rlhp.callbacks", "prune_checkpoints", 5),
+    "during the final evaluation": ("rlhp.run", "evaluate", 1),
+}
+
+
+def untimed_rows(run_dir: Path) -> list[dict]:
+    with open(run_dir / "metrics.csv") as f:
+        return [{k: v for k, v in r.items() if not k.startswith("time_") and k != "wall_s"} for r in csv.DictReader(f)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("whole")
+    run_cli("rlhp-train", *RUN, f"hydra.run.dir={where / 'run'}", cwd=where)
+    return where / "run"
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_a_run_killed_at_any_moment_resumes_to_the_same_result(tmp_path, uninterrupted, moment):
+    run_dir = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *RUN,
+                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (run_dir / "eval.json").exists()
+    resumed = run_cli("rlhp-train", *RUN, f"hydra.run.dir={run_dir}", cwd=tmp_path)  # the same command again
+    assert "Traceback" not in resumed.stderr
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((uninterrupted / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(uninterrupted)
+    # Every gathered preference is present exactly once: in the final dataset and in the label journal.
+    final = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences")
+    assert final.ids.tolist() == list(range(20))
+    journal = [PreferenceDataset.load(p) for p in sorted((run_dir / "labels").iterdir())]
+    assert sorted(np.concatenate([d.ids for d in journal]).tolist()) == list(range(20))
+    np.testing.assert_array_equal(final.labels, PreferenceDataset.load(
+        uninterrupted / "checkpoints" / "final" / "preferences").labels)
+    # The trajectories are those of the uninterrupted run, each round's once.
+    got, want = (open_trajectories(d / "trajectories")[0] for d in (run_dir, uninterrupted))
+    assert len(got) == len(want) and all(np.array_equal(g.obs, w.obs) for g, w in zip(got, want))
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["final", "iter_0004", "iter_0005"]
+
+
+def start(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    """rlhp-train in the background, long enough (40 rounds) to be stopped part-way."""
+    return subprocess.Popen([str(Path(sys.executable).parent / "rlhp-train"), "debug=fast", "logger=none",
+                             "num_iterations=40", f"hydra.run.dir={run_dir}", *overrides],
+                            cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+
+
+def wait_for_rounds(run_dir: Path, rounds: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (run_dir / "metrics.csv").exists() and len(untimed_rows(run_dir)) >= rounds:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"no {rounds} rounds: {proc.poll()} {proc.stderr.read() if proc.poll() is not None else ''}")
+
+
+def test_sigterm_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir)
+    wait_for_rounds(run_dir, 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err
+    last = [line for line in err.splitlines() if line.strip()][-1]
+    assert last.startswith("rlhp-train: stopped: SIGTERM after round ") and f"resume={run_dir}" in last
+    stopped_at = int(last.split("after round ")[1].split()[0])
+    assert (run_dir / "checkpoints" / f"iter_{stopped_at:04d}").is_dir()
+    assert len(untimed_rows(run_dir)) == stopped_at + 1
+    run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
+    assert len(untimed_rows(run_dir)) == 41 and (run_dir / "eval.json").exists()
+    assert "resume=" not in (run_dir / ".hydra" / "overrides.yaml").read_text()  # the run's own record stays
+
+
+def test_a_second_ctrl_c_stops_at_once_with_one_line(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir, "total_timesteps=200000")  # long rounds: the second Ctrl-C lands inside one
+    wait_for_rounds(run_dir, 1, proc)
+    proc.send_signal(signal.SIGINT)
+    for line in proc.stdout:  # the first is acknowledged on the console
+        if "stopping after this round" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == "rlhp-train: interrupted; the last checkpoint is kept"
+
+
+def test_a_locked_or_finished_folder_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir)
+    wait_for_rounds(run_dir, 1, proc)
+    second = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    proc.kill()
+    proc.wait()
+    assert second.returncode == 5 and f"run error: run folder '{run_dir}' is in use by rlhp pid {proc.pid}" in \
+        second.stderr
+    finished = tmp_path / "finished"
+    run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={finished}", cwd=tmp_path)
+    again = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={finished}", cwd=tmp_path, check=False)
+    assert again.returncode == 5 and "holds a finished run" in again.stderr
+    other = run_cli("rlhp-train", "debug=fast", "logger=none", "num_iterations=40", "seed=9",
+                    f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    assert other.returncode == 2 and "config key `seed` differs from the run already in" in other.stderr
+
+
+def test_a_diverging_reward_model_stops_the_run_with_no_nan_written(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_cli("rlhp-train", "debug=fast", "logger=none", "agent=dqn", "reward_trainer.lr=1e30",
+                   f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr
+    assert "rlhp-train: run error: round 0: the reward model diverged (reward_loss = nan" in proc.stderr
+    assert not (run_dir / "eval.json").exists() and not (run_dir / "checkpoints").exists()
+
+
+def test_wandb_logs_a_resumed_run_under_the_same_id(tmp_path):
+    run_dir = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, "rlhp.training", "RewardTrainer.train", "3", *RUN[:1],
+                             "logger=wandb", *RUN[2:], f"hydra.run.dir={run_dir}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+    run_cli("rlhp-train", *RUN[:1], "logger=wandb", *RUN[2:], f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    run_id = (run_dir / "wandb" / "rlhp-run-id").read_text()
+    launches = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    assert len(launches) == 2 and all(name.endswith(f"-{run_id}") for name in launches)
