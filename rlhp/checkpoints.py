@@ -10,6 +10,7 @@ uninterrupted one would. ``resume.pt`` is a pickle: load only run folders you tr
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -54,8 +55,8 @@ def save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg:
     tmp.mkdir(parents=True)
     state = loop.state_dict()
     trainer = state["reward_trainer"]
-    torch.save({"state_dict": trainer["net"], "config": reward_net_config}, tmp / "reward_net.pt")
-    torch.save({"optimizer": trainer["optimizer"], "torch_rng": torch.get_rng_state()}, tmp / "trainer.pt")
+    _save_torch({"state_dict": trainer["net"], "config": reward_net_config}, tmp / "reward_net.pt")
+    _save_torch({"optimizer": trainer["optimizer"], "torch_rng": torch.get_rng_state()}, tmp / "trainer.pt")
     if loop.source.agent is not None:
         loop.source.agent.save(tmp / "agent.zip")
     if len(loop.dataset):
@@ -67,11 +68,18 @@ def save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg:
     (tmp / "state.json").write_text(json.dumps(counters, indent=1, default=int))
     (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
-    torch.save({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt")
+    _save_torch({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt")
     if path.exists():  # the same round written again after a resume: the new copy replaces it
         shutil.rmtree(path)
     os.replace(tmp, path)
     return path
+
+
+def _save_torch(obj: Any, path: Path) -> None:
+    """``torch.save`` through memory: a full disk then raises OSError (ENOSPC), not torch's RuntimeError."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    path.write_bytes(buffer.getbuffer())
 
 
 def prune_checkpoints(run: RunFolder, keep: int) -> None:

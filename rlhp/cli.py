@@ -2,22 +2,68 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from rlhp.errors import RlhpError
+from rlhp.errors import RlhpError, StorageError
 from rlhp.logs import FILE_ONLY
+
+# Errors of the disk, not of rlhp: reported as a StorageError naming the path.
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+
+
+def storage_error(err: OSError, folder: str) -> StorageError | None:
+    """The :class:`StorageError` for a failed write under ``folder``, or None for other OS errors."""
+    if err.errno not in _STORAGE_ERRNOS and "No space left" not in str(err):
+        return None
+    where = err.filename or folder
+    return StorageError(f"cannot write {str(where)!r}: {err.strerror or err}; free space or choose another "
+                        "folder (hydra.run.dir=...); a resumed run continues from the last checkpoint")
+
+
+class OutputFolderCheck(Callback):
+    """Hydra callback: a run folder that cannot be created or written fails in one line, before Hydra
+    sets up logging there (which would end in a traceback)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check ``hydra.run.dir``."""
+        self._check(config.hydra.run.dir, config.hydra.job.name)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check ``hydra.sweep.dir``."""
+        self._check(config.hydra.sweep.dir, config.hydra.job.name)
+
+    @staticmethod
+    def _check(folder: str, job: str) -> None:
+        probe = Path(folder) / ".rlhp-write-check"
+        try:
+            probe.parent.mkdir(parents=True, exist_ok=True)
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as err:
+            error = storage_error(err, folder) or StorageError(f"cannot write {folder!r}: {err}")
+            print(f"rlhp-{job}: {error.kind}: {error}", file=sys.stderr)
+            sys.exit(error.exit_code)
 
 
 def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> object:
     """Run ``fn``; an rlhp error ends with one clear line and its own exit code, not a traceback."""
+    logging.raiseExceptions = False  # a full disk must not print a traceback for every log line
     try:
-        return fn(cfg)
+        try:
+            return fn(cfg)
+        except OSError as err:
+            raise storage_error(err, HydraConfig.get().runtime.output_dir) or err from err
     except RlhpError as err:
         _leaving()
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)

@@ -38,6 +38,13 @@ class NetworkError(RlhpError):
     exit_code = 4
 
 
+class StorageError(RlhpError):
+    """The run folder cannot be written: full disk, read-only or forbidden (the message names the path)."""
+
+    kind = "storage error"
+    exit_code = 6
+
+
 class RunError(RlhpError):
     """A run that cannot go on, or whose result must not be kept (e.g. the quality gate)."""
 

@@ -170,3 +170,42 @@ def test_wandb_logs_a_resumed_run_under_the_same_id(tmp_path):
     run_id = (run_dir / "wandb" / "rlhp-run-id").read_text()
     launches = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
     assert len(launches) == 2 and all(name.endswith(f"-{run_id}") for name in launches)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a small tmpfs (needs root, as CI and this machine have; skipped elsewhere)."""
+    mounts = []
+
+    def mount(name: str, options: str) -> Path:
+        where = tmp_path / name
+        where.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True).returncode:
+            pytest.skip("mounting a tmpfs needs root")
+        mounts.append(where)
+        return where
+
+    yield mount
+    for where in mounts:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_fails_in_one_line_naming_the_folder_and_the_run_resumes_after(tmp_path, tmpfs):
+    disk = tmpfs("disk", "size=1500k")
+    run_dir = disk / "run"
+    proc = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+    assert f"rlhp-train: storage error: cannot write '{run_dir}': No space left on device" in proc.stderr
+    subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+    run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert (run_dir / "eval.json").exists() and not list((run_dir / "checkpoints").glob("*.tmp"))
+
+
+def test_an_unwritable_output_folder_fails_in_one_line(tmp_path, tmpfs):
+    readonly = tmpfs("readonly", "size=1m,ro")
+    proc = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={readonly / 'run'}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"rlhp-train: storage error: cannot write '{readonly / 'run'}': Read-only file "
+                                   "system; free space or choose another folder (hydra.run.dir=...); a resumed run "
+                                   "continues from the last checkpoint")
