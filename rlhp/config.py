@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
+from collections.abc import Mapping
+from importlib.resources import files
 from typing import Any
 
 import hydra
@@ -10,6 +13,7 @@ from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 from rlhp.errors import ConfigError, RlhpError
+from rlhp.typecheck import hints, mismatch
 
 OPTIMIZABLE = {
     # eval.json
@@ -41,6 +45,7 @@ def build(node: DictConfig, **context: Any) -> Any:
     except Exception as err:
         raise ConfigError(f"{key}._target_", f"cannot be imported: {err}") from None
     params = inspect.signature(target).parameters
+    _check_options(node, key, target, params)
     wanted = {k: v for k, v in context.items() if k in params and k not in node}
     # Nested parts (e.g. active selection's base fragmenter) get the same context.
     wanted.update({k: build(v, **context) for k, v in node.items()
@@ -54,6 +59,25 @@ def build(node: DictConfig, **context: Any) -> Any:
         if isinstance(cause, (ValueError, TypeError)):
             raise ConfigError(key, f"is invalid: {cause}") from None
         raise
+
+
+def _check_options(node: DictConfig, key: str, target: Any, params: Mapping[str, inspect.Parameter]) -> None:
+    """Every key of ``node`` is an argument of ``target`` and fits its type hint (named in full if not)."""
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    hinted = hints(target)
+    for name in node.keys():
+        if name.startswith("_") and name.endswith("_") or OmegaConf.is_missing(node, name):
+            continue  # _target_, _partial_, _args_; a missing value is named by the validation
+        value = node[name]
+        if name not in params and not open_ended:
+            options = [p for p in params if params[p].kind not in (params[p].VAR_POSITIONAL, params[p].VAR_KEYWORD)]
+            close = difflib.get_close_matches(name, options, n=1)
+            hint = f"did you mean {key}.{close[0]}? " if close else ""
+            raise ConfigError(f"{key}.{name}", f"is not an option of {getattr(target, '__name__', target)}; {hint}"
+                              f"its options are {', '.join(options)}")
+        wrong = mismatch(value, hinted[name]) if name in hinted else None
+        if wrong:
+            raise ConfigError(f"{key}.{name}", f"must be {wrong}, got {value!r}")
 
 
 def _require(cfg: DictConfig, key: str, ok: bool, problem: str) -> None:
@@ -78,8 +102,29 @@ def _fraction(cfg: DictConfig, key: str, high_open: bool = False) -> float:
     return float(value)
 
 
+def check_known_keys(cfg: DictConfig, config_name: str) -> None:
+    """Refuse a top-level key that the command does not have (``+total_comparison=5`` is a typo, not a setting)."""
+    conf = files("rlhp.conf")
+    primary = OmegaConf.load(str(conf / f"{config_name}.yaml"))
+    known = {k for k in primary if k not in ("defaults", "hydra")}
+    known |= {group.name for group in conf.iterdir() if group.is_dir() and group.name not in ("hydra", "__pycache__")}
+    for key in cfg:
+        if key not in known and key != "hydra":
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            guess = f"; did you mean {close[0]}?" if close else ""
+            raise ConfigError(str(key), f"is not an option of rlhp-{config_name}{guess} (`rlhp-{config_name} --help` "
+                              "lists them)")
+
+
+def _positive(cfg: DictConfig, key: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    _require(cfg, key, isinstance(value, int | float) and not isinstance(value, bool) and value > 0,
+             f"must be a positive number, got {value!r}")
+
+
 def validate_train(cfg: DictConfig) -> None:
     """Check the training config before anything is built or trained."""
+    check_known_keys(cfg, "train")
     if OmegaConf.is_missing(cfg.env, "id"):
         raise ConfigError("env.id", "is required with env=gym, e.g. `env=gym env.id=Pendulum-v1`")
     if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
@@ -87,9 +132,22 @@ def validate_train(cfg: DictConfig) -> None:
                           "save_to_disk, e.g. a run's trajectories/")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
-    _int(cfg, "total_comparisons", 0)
+    _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty
     _int(cfg, "num_iterations", 1)
     _int(cfg, "fragment_length", 1)
+    _int(cfg, "checkpoint_every", 0)
+    _int(cfg, "keep_checkpoints", 1)
+    _int(cfg, "torch_threads", 1)
+    _int(cfg, "evaluation.episodes", 1)
+    _int(cfg, "evaluation.correlation_steps", 2)
+    if cfg.max_dataset_size is not None:
+        _int(cfg, "max_dataset_size", 1)
+    # A threshold of 0 clips every return difference to 0: no gradient, the reward never learns.
+    _positive(cfg, "preference_model.threshold")
+    _positive(cfg, "reward_trainer.lr")
+    discount = cfg.preference_model.discount_factor
+    _require(cfg, "preference_model.discount_factor", isinstance(discount, int | float) and 0 < discount <= 1,
+             f"must lie in (0, 1], got {discount!r}")
     _fraction(cfg, "initial_comparison_frac")
     _fraction(cfg, "trajectories.exploration_frac") if "exploration_frac" in cfg.trajectories else None
     for key in ("initial_epoch_multiplier", "transition_oversampling"):
@@ -130,6 +188,7 @@ def _optional_number(cfg: DictConfig, key: str) -> None:
 
 def validate_collect(cfg: DictConfig) -> None:
     """Check the collection config before an expert is trained or loaded."""
+    check_known_keys(cfg, "collect")
     for key, option in (("path", "zip: the model's .zip file"), ("repo_id", "hub: e.g. sb3/ppo-CartPole-v1")):
         if key in cfg.expert.keys() and OmegaConf.is_missing(cfg.expert, key):
             raise ConfigError(f"expert.{key}", f"is required with expert={option}")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import hydra
 import numpy as np
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -48,7 +47,7 @@ def build_loop(cfg: DictConfig) -> PreferenceComparisons:
     reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
                        action_space=probe.action_space)
     probe.close()
-    source = build(cfg.trajectories, algorithm=hydra.utils.instantiate(cfg.agent), env=env,
+    source = build(cfg.trajectories, algorithm=build(cfg.agent), env=env,
                    reward_net=reward_net, seed=cfg.seed, rng=rng)
     if source.agent is None and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but trajectories="

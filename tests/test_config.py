@@ -10,6 +10,7 @@ import rlhp.conf
 from rlhp.config import build
 from rlhp.data import save_trajectories
 from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError
 from rlhp.loop import PreferenceComparisons
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
@@ -99,3 +100,31 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     loop = build_loop(cfg)
     assert loop.gatherer.discount_factor == loop.reward_trainer.discount_factor == 0.9
     assert loop.gatherer.threshold == loop.reward_trainer.threshold == 7
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["+total_comparison=5"], "`total_comparison` is not an option of rlhp-train; did you mean total_comparisons?"),
+    (["+reward_net.hidden_size=[8]"],
+     "`reward_net.hidden_size` is not an option of RewardNet; did you mean reward_net.hidden_sizes?"),
+    (["fragmenter=active", "+fragmenter.base.warn=1"], "`fragmenter.base.warn` is not an option of RandomFragmenter"),
+    (["+fragmenter.base.warn=1"], "`fragmenter.base` is not an option of RandomFragmenter"),
+    (["reward_trainer.lr=abc"], "`reward_trainer.lr` must be a positive number, got 'abc'"),
+    (["reward_trainer.weight_decay=heavy"], "`reward_trainer.weight_decay` must be a number, got 'heavy'"),
+    (["reward_net.hidden_sizes=[8,x]"], "`reward_net.hidden_sizes` must be a list of integers, got [8, 'x']"),
+    (["agent.n_steps=many"], "`agent.n_steps` must be an integer, got 'many'"),
+    (["agent.learning_rate=fast"], "`agent.learning_rate` must be a number or a callable"),
+    (["env.n_envs=2.5"], "`env.n_envs` must be an integer, got 2.5"),
+    (["gatherer.sample=maybe"], "`gatherer.sample` must be a boolean, got 'maybe'"),
+    (["preference_model.threshold=0"], "`preference_model.threshold` must be a positive number, got 0"),
+    (["preference_model.discount_factor=1.5"], "`preference_model.discount_factor` must lie in (0, 1], got 1.5"),
+    (["max_dataset_size=0"], "`max_dataset_size` must be at least 1, got 0"),
+    (["total_comparisons=0"], "`total_comparisons` must be at least 1, got 0"),
+    (["evaluation.episodes=-1"], "`evaluation.episodes` must be at least 1, got -1"),
+    (["keep_checkpoints=0"], "`keep_checkpoints` must be at least 1, got 0"),
+    (["reward_trainer.epochs=-2"], "`reward_trainer.epochs` must be at least 1, got -2"),
+], ids=lambda v: v[0] if isinstance(v, list) else None)
+def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
+    cfg = composed("train", ["debug=fast", *overrides], tmp_path)
+    with pytest.raises(ConfigError) as err:
+        build_loop(cfg)
+    assert str(err.value) == f"config key {message}" or str(err.value).startswith(f"config key {message}")
