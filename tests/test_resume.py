@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import run_cli
+from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset
 from rlhp.data.hub import open_trajectories
@@ -209,3 +210,18 @@ def test_an_unwritable_output_folder_fails_in_one_line(tmp_path, tmpfs):
     assert proc.stderr.strip() == (f"rlhp-train: storage error: cannot write '{readonly / 'run'}': Read-only file "
                                    "system; free space or choose another folder (hydra.run.dir=...); a resumed run "
                                    "continues from the last checkpoint")
+
+
+def test_sigterm_during_an_experts_training_keeps_what_was_trained(tmp_path):
+    run_dir = tmp_path / "collect"
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "rlhp-collect"), "expert.total_timesteps=1000000",
+                             "expert.env.n_envs=2", f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("rlhp-collect: expert=ppo_cartpole")
+    time.sleep(3)  # training has begun
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err
+    assert "rlhp-collect: stopped: SIGTERM during the expert's training: the expert trained for" in err
+    expert = PPO.load(run_dir / "expert.zip", device="cpu")
+    assert 0 < expert.num_timesteps < 1_000_000 and not (run_dir / "dataset").exists()

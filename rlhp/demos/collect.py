@@ -20,10 +20,12 @@ from rlhp.data import Trajectory
 from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
 from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
 from rlhp.demos.experts import Snapshot
-from rlhp.errors import RunError
+from rlhp.envs import GymEnv
+from rlhp.errors import RunError, Stopped
 from rlhp.logs import CONSOLE
 from rlhp.policies import mixed_policy
 from rlhp.rollout import rollout
+from rlhp.stops import StopRequest
 from rlhp.video import FrameRecorder, write_video
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,19 @@ def collect(cfg: DictConfig) -> dict:
     env = expert.env
     log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", hydra_cfg.runtime.choices.get("expert"),
              env.id, cfg.seed, run_dir, extra=CONSOLE)
-    snapshots = expert.snapshots(run_dir, cfg.seed, list(cfg.ranked.checkpoints))
+    with StopRequest("the current step") as stop:
+        snapshots = expert.snapshots(run_dir, cfg.seed, list(cfg.ranked.checkpoints), stop=lambda: bool(stop))
+        if stop:
+            raise Stopped(f"{stop.signal.name} during the expert's training: the expert trained for "
+                          f"{snapshots[-1].steps} steps is saved in {run_dir / 'expert.zip'} (collect from it with "
+                          "expert=zip expert.path=...)", stop.signal)
+        return _collect(cfg, run_dir, env, snapshots, start, stop)
+
+
+def _collect(cfg: DictConfig, run_dir: Path, env: GymEnv, snapshots: list[Snapshot], start: float,
+             stop: StopRequest) -> dict:
+    """Collect from each quality level, gate, and write dataset, card, video (and push)."""
+    hydra_cfg = HydraConfig.get()
     levels = quality_levels(snapshots, cfg)
     rng = np.random.default_rng(cfg.seed)
 
@@ -91,6 +105,10 @@ def collect(cfg: DictConfig) -> dict:
         trajectories += got
         for name, value in (("rank", rank), ("checkpoint", snap.steps), ("epsilon", eps)):
             columns[name] += [value] * len(got)
+        if stop:
+            bar.close()
+            raise Stopped(f"{stop.signal.name} while collecting: nothing was saved but the expert, in "
+                          f"{run_dir / 'expert.zip'}", stop.signal)
     bar.close()
     expert_stats = stats  # the last level is the expert itself: the gate and the headline figures
     check_quality(expert_stats, cfg.min_mean_return)

@@ -48,14 +48,14 @@ class Snapshot:
 
 
 class _SnapshotsAt(BaseCallback):
-    """Saves the model once training passes each of the given steps.
+    """Saves the model once training passes each of the given steps, and ends training when ``stop()``.
 
     SB3's CheckpointCallback saves every N calls; ranked demonstrations need chosen steps.
     """
 
-    def __init__(self, steps: Sequence[int], folder: Path) -> None:
+    def __init__(self, steps: Sequence[int], folder: Path, stop: Callable[[], bool]) -> None:
         super().__init__()
-        self.pending, self.folder = sorted(steps), folder
+        self.pending, self.folder, self.stop = sorted(steps), folder, stop
         self.saved: list[tuple[int, Path]] = []
 
     def _on_step(self) -> bool:
@@ -64,7 +64,7 @@ class _SnapshotsAt(BaseCallback):
             path = self.folder / f"step_{self.num_timesteps:08d}.zip"
             self.model.save(path)
             self.saved.append((self.num_timesteps, path))
-        return True
+        return not self.stop()
 
 
 def _check_spaces(model: BaseAlgorithm, env: GymEnv, key: str, source: str) -> None:
@@ -108,8 +108,11 @@ class TrainedExpert:
             raise ConfigError("expert.total_timesteps", f"must be at least 1, got {total_timesteps}")
         self.algorithm, self.env, self.total_timesteps = algorithm, env, total_timesteps
 
-    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
-        """Train, saving ``expert.zip`` and ``checkpoints/step_*.zip``; return the checkpoints, then the final."""
+    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = (),
+                  stop: Callable[[], bool] = lambda: False) -> list[Snapshot]:
+        """Train, saving ``expert.zip`` and ``checkpoints/step_*.zip``; return the checkpoints, then the final.
+
+        When ``stop()`` turns true, training ends there and what was trained is saved all the same."""
         early = sorted(int(c) for c in checkpoints)
         key = "ranked.checkpoints"
         if any(c < 1 for c in early) or len(set(early)) < len(early):
@@ -122,7 +125,7 @@ class TrainedExpert:
             (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
         model = self.algorithm(env=self.env.make(seed), seed=seed)
         log.info("training %s on %s for %d steps", type(model).__name__, self.env.id, self.total_timesteps)
-        progress = _SnapshotsAt(early, folder / "checkpoints")
+        progress = _SnapshotsAt(early, folder / "checkpoints", stop)
         model.learn(self.total_timesteps, callback=progress, progress_bar=True)
         model.save(folder / "expert.zip")
         log.info("trained %d steps; saved expert.zip and %d checkpoints", model.num_timesteps, len(progress.saved))
@@ -143,8 +146,9 @@ class _LoadedExpert:
         """The model's .zip, its VecNormalize statistics (or None), and where they came from."""
         raise NotImplementedError
 
-    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = ()) -> list[Snapshot]:
-        """The loaded model, with its normalisation when it has one."""
+    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = (),
+                  stop: Callable[[], bool] = lambda: False) -> list[Snapshot]:
+        """The loaded model, with its normalisation when it has one (nothing to stop)."""
         if checkpoints:
             raise ConfigError("ranked.checkpoints", "needs an expert trained here; for a loaded expert rank by "
                               "noise instead, e.g. ranked.epsilons=[1.0,0.5,0.0]")
