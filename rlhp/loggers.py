@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 
+@dataclass
+class RunIdentity:
+    """Where a run belongs in a tracker: under a sweep, the group is the sweep folder's name, the job
+    type its overrides without the seed (the seeds of one configuration) and the name all its overrides."""
+
+    name: str
+    group: str | None = None
+    job_type: str = "train"
+
+
 class NullLogger:
     """Logs nothing (``logger=none``); the base of the trackers, called after every round like a callback."""
 
-    def start(self, cfg: DictConfig, run_dir: Path) -> None:
+    def start(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
         """Nothing to start."""
 
     def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
@@ -41,8 +52,8 @@ class WandbLogger(NullLogger):
         self.project, self.group, self.name, self.mode, self.tags = project, group, name, mode, tags
         self.run = None
 
-    def start(self, cfg: DictConfig, run_dir: Path) -> None:
-        """``wandb.init`` with the resolved config."""
+    def start(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
+        """``wandb.init`` with the resolved config; this logger's group and name, when set, win."""
         import wandb
 
         os.environ.setdefault("WANDB_SILENT", "true")
@@ -52,9 +63,9 @@ class WandbLogger(NullLogger):
         run_id = id_file.read_text().strip() if id_file.exists() else secrets.token_hex(4)
         id_file.write_text(run_id)
         self.run = wandb.init(
-            project=self.project, group=self.group, name=self.name or run_dir.name, tags=self.tags,
-            config=OmegaConf.to_container(cfg, resolve=True), dir=str(run_dir), mode=self.mode,
-            job_type="train", settings=wandb.Settings(console="off"), id=run_id, resume="allow",
+            project=self.project, group=self.group or identity.group, name=self.name or identity.name,
+            tags=self.tags, config=OmegaConf.to_container(cfg, resolve=True), dir=str(run_dir), mode=self.mode,
+            job_type=identity.job_type, settings=wandb.Settings(console="off"), id=run_id, resume="allow",
         )
 
     def __call__(self, loop: Any, metrics: dict[str, float]) -> None:

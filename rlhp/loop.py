@@ -18,6 +18,7 @@ import torch
 
 from rlhp.data import FragmentPairs, PreferenceDataset, Trajectory
 from rlhp.errors import DivergedError, VariableHorizonError
+from rlhp.evaluation import reward_correlation
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.fragments import Fragmenter
 from rlhp.schedules import apportion
@@ -172,6 +173,10 @@ class PreferenceComparisons:
                 metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
             _check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]},
                           self.reward_trainer.net.named_parameters())
+            if self.sampled:  # how well the reward just learned ranks this round's transitions
+                corr = reward_correlation(self.reward_trainer.net, self.sampled)
+                if corr is not None:
+                    metrics["sampled_reward_correlation"] = corr
         agent = self.source.agent
         if agent is not None:
             wanted = self.timestep_targets[k] - self.timesteps

@@ -13,6 +13,7 @@ import datasets
 import numpy as np
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 
@@ -22,6 +23,7 @@ from rlhp.config import build, validate_train
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.evaluation import policy_return, reward_correlation
+from rlhp.loggers import RunIdentity
 from rlhp.logs import CONSOLE
 from rlhp.loop import PreferenceComparisons
 from rlhp.policies import random_policy
@@ -137,6 +139,16 @@ def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
+def identity(run: RunFolder) -> RunIdentity:
+    """The run's place in a tracker: alone, its folder's name; in a sweep, grouped by the sweep."""
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return RunIdentity(name=run.path.name)
+    overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("hydra.")]
+    return RunIdentity(name=",".join(overrides) or run.path.name, group=Path(hydra_cfg.sweep.dir).name,
+                       job_type=",".join(o for o in overrides if not o.startswith("seed=")) or "train")
+
+
 def _describe(cfg: DictConfig) -> str:
     choices = HydraConfig.get().runtime.choices
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
@@ -166,7 +178,7 @@ def _train(run: RunFolder, loop: PreferenceComparisons, cfg: DictConfig, overrid
     shards.forget_after(loop.iteration)
     journal.forget_after(loop.iteration)
     logger = build(cfg.logger)
-    logger.start(cfg, run.path)
+    logger.start(cfg, run.path, identity(run))
     bar = ProgressBar(loop.num_rounds, done=loop.iteration)
     checkpointer = Checkpointer(run, cfg.checkpoint_every, cfg.keep_checkpoints, cfg, overrides,
                                 OmegaConf.to_container(cfg.reward_net, resolve=True))

@@ -1,0 +1,26 @@
+"""The ``rlhp-report`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rlhp.report.writer import write_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``rlhp-report <run or sweep folder>``: write report.md and PNG plots into the folder."""
+    parser = argparse.ArgumentParser(prog="rlhp-report", description=__doc__ and main.__doc__)
+    parser.add_argument("folder", help="a run folder (outputs/train/...) or a sweep folder (multirun/train/...)")
+    args = parser.parse_args(argv)
+    try:
+        report = write_report(args.folder)
+    except FileNotFoundError as err:
+        print(f"rlhp-report: data error: {err}", file=sys.stderr)
+        return 3
+    print(f"rlhp-report: wrote {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Finding the runs under a folder and reading what each wrote, without the training code."""
+
+from __future__ import annotations
+
+import fcntl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from rlhp.runs import RunFolder
+
+SEED = "seed"
+
+
+@dataclass
+class Run:
+    """One run folder as the report sees it."""
+
+    folder: RunFolder
+    overrides: dict[str, str]
+    status: str  # finished | running | crashed
+    rows: list[dict[str, float | None]] = field(default_factory=list)
+    evaluation: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The folder's name (a sweep job's number)."""
+        return self.folder.path.name
+
+    def configuration(self, swept: list[str]) -> str:
+        """This run's values of the ``swept`` keys: runs that share them are seeds of one configuration."""
+        return ",".join(f"{k}={self.overrides.get(k, 'default')}" for k in swept) or "all runs"
+
+
+def swept_keys(runs: list[Run]) -> list[str]:
+    """The override keys whose values differ between runs, the seed aside."""
+    keys = sorted({k for run in runs for k in run.overrides} - {SEED})
+    return [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
+
+
+def _overrides(run: RunFolder) -> dict[str, str]:
+    path = run.path / ".hydra" / "overrides.yaml"
+    pairs = [str(o).lstrip("+~") for o in OmegaConf.load(path)] if path.exists() else []
+    return {k: v for k, _, v in (o.partition("=") for o in pairs) if not k.startswith("hydra.")}
+
+
+def _status(run: RunFolder) -> str:
+    if run.finished():
+        return "finished"
+    lock = run.path / ".lock"
+    if lock.exists():
+        with lock.open("a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return "running"
+    return "crashed"
+
+
+def find_runs(folder: str | Path) -> list[Run]:
+    """Every run in ``folder``: the folder itself, or the jobs of a sweep (any depth), in folder order."""
+    root = Path(folder)
+    found = sorted({p.parent.parent for p in root.rglob(".hydra/config.yaml")},
+                   key=lambda p: [int(s) if s.isdigit() else s for s in p.relative_to(root).parts])
+    runs = []
+    for path in found:
+        run = RunFolder(path)
+        status = _status(run)
+        runs.append(Run(run, _overrides(run), status, run.metrics() if run.metrics_csv.exists() else [],
+                        run.evaluation() if status == "finished" else {}))
+    return runs
