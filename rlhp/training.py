@@ -6,6 +6,7 @@ whole ensemble is one forward and one backward pass.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -95,9 +96,9 @@ class RewardTrainer:
         return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict` (copied: torch's optimiser would otherwise share the given tensors)."""
         self.net.load_state_dict(state["net"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
 
     def scores(self, returns: torch.Tensor, labels: torch.Tensor) -> PairScores:
         """Per-pair cross-entropy, correctness (on pairs with a preference) and tie gap, for returns

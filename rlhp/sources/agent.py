@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,8 @@ class AgentTrainer(TrajectorySource, Agent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
-        self.algorithm.set_parameters(state["parameters"], exact_match=True, device=self.algorithm.device)
+        # Copied: torch's optimisers would otherwise share the given state's tensors.
+        self.algorithm.set_parameters(copy.deepcopy(state["parameters"]), exact_match=True,
+                                      device=self.algorithm.device)
         self.algorithm.num_timesteps = state["num_timesteps"]
         self.recorder.finished = list(state["finished"])
