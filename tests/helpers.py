@@ -171,30 +171,35 @@ class Counter(gym.Env):
         return self._obs(), 0.5 * self.t, self.t == self.terminate_at, False, {}
 
 
-def wandb_history(run_dir: Path) -> list[dict[str, float]]:
-    """The history rows of the offline W&B run in ``run_dir/wandb``, read from its ``.wandb`` file.
+def wandb_records(run_dir: Path, kind: str) -> list:
+    """The records of one kind (``history``, ``run``, ...) of the offline W&B run in ``run_dir/wandb``.
 
-    That file is a LevelDB-style log (32 KiB blocks of records, each with a 7-byte header: checksum,
-    length, type; 1 = whole, 2/3/4 = first/middle/last part) after a 7-byte W&B header, and each
-    record is a ``wandb_internal_pb2.Record``. wandb itself no longer ships a Python reader.
+    The ``.wandb`` file is a LevelDB-style log (32 KiB blocks of records, each with a 7-byte header:
+    checksum, length, type; 1 = whole, 2/3/4 = first/middle/last part) after a 7-byte W&B header, and
+    each record is a ``wandb_internal_pb2.Record``. wandb itself no longer ships a Python reader.
     """
     (path,) = run_dir.glob("wandb/offline-run-*/*.wandb")
     data = path.read_bytes()
     assert data[:4] == b":W&B"
-    block, pos, pending, rows = 32768, 7, b"", []
+    block, pos, pending, records = 32768, 7, b"", []
     while pos + 7 <= len(data):
         left = block - pos % block
         if left < 7:  # the block's tail is padding
             pos += left
             continue
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, length, part = struct.unpack("<IHB", data[pos:pos + 7])
         pending += data[pos + 7:pos + 7 + length]
         pos += 7 + length
-        if kind in (1, 4):
+        if part in (1, 4):
             record = wandb_internal_pb2.Record()
             record.ParseFromString(pending)
             pending = b""
-            if record.WhichOneof("record_type") == "history":
-                rows.append({item.nested_key[0] if item.nested_key else item.key: json.loads(item.value_json)
-                             for item in record.history.item})
-    return rows
+            if record.WhichOneof("record_type") == kind:
+                records.append(getattr(record, kind))
+    return records
+
+
+def wandb_history(run_dir: Path) -> list[dict[str, float]]:
+    """The history rows of the offline W&B run in ``run_dir/wandb``."""
+    return [{item.nested_key[0] if item.nested_key else item.key: json.loads(item.value_json) for item in row.item}
+            for row in wandb_records(run_dir, "history")]

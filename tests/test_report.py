@@ -1,0 +1,74 @@
+"""rlhp-report on hand-made run folders: the numbers in report.md are those of the CSVs and eval.json."""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rlhp.report import find_runs, write_report
+from rlhp.runs import MetricsCSV, RunFolder
+
+
+def fake_run(folder, overrides, returns, correlation=0.9, finished=True):
+    """A run folder as rlhp-train writes it: .hydra/, metrics.csv with one row per round, eval.json."""
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    csv = MetricsCSV(folder / "metrics.csv")
+    for i, ret in enumerate(returns):
+        csv.append({"iteration": i, "timesteps": 1000 * (i + 1), "comparisons": 10 * (i + 1),
+                    "reward_accuracy": 0.5 + 0.1 * i, "true_return_mean": ret, "wall_s": 2.0 * (i + 1)})
+    if finished:
+        (folder / "eval.json").write_text(json.dumps({"true_return_mean": returns[-1] + 1,
+                                                      "reward_correlation": correlation}))
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A 2 x 2 sweep (reward_net x seed) plus a crashed job."""
+    finals = {("basic", 0): [10, 20, 30], ("basic", 1): [12, 26, 50], ("ensemble", 0): [20, 60, 100],
+              ("ensemble", 1): [24, 70, 120]}
+    for job, ((net, seed), returns) in enumerate(finals.items()):
+        fake_run(tmp_path / str(job), [f"reward_net={net}", f"seed={seed}", "debug=fast"], returns)
+    fake_run(tmp_path / "4", ["reward_net=ensemble", "seed=2", "debug=fast"], [5], finished=False)
+    return tmp_path
+
+
+def test_runs_are_found_grouped_by_what_was_swept_and_their_status_read(sweep):
+    runs = find_runs(sweep)
+    assert [r.name for r in runs] == ["0", "1", "2", "3", "4"]
+    assert [r.status for r in runs] == ["finished"] * 4 + ["crashed"]
+    assert runs[0].overrides == {"reward_net": "basic", "seed": "0", "debug": "fast"}
+    with RunFolder(sweep / "4").lock():  # a live run holds its folder's lock
+        assert find_runs(sweep)[4].status == "running"
+
+
+def test_the_report_holds_the_numbers_of_the_runs(sweep):
+    report = write_report(sweep).read_text()
+    # Final returns from eval.json: basic 31 and 51, ensemble 101 and 121.
+    for name, finals in (("basic", [31.0, 51.0]), ("ensemble", [101.0, 121.0])):
+        mean, std = np.mean(finals), np.std(finals, ddof=1)
+        half = stats.t.ppf(0.975, 1) * std / np.sqrt(2)
+        ci = f"[{mean - half:,.1f}, {mean + half:,.1f}]"
+        row = f"| reward_net={name} | 2 | {mean:,.1f} ± {std:,.1f} | {ci} | 0.900 | 30 |"
+        assert row in report, row
+    assert "4 finished, 0 running, 1 crashed" in report
+    assert "| 4 | `reward_net=ensemble` | crashed | 1 |" in report
+    pngs = re.findall(r"\]\((.+?\.png)\)", report)
+    assert {"true_return_mean_vs_timesteps.png", "true_return_mean_vs_comparisons.png",
+            "reward_accuracy_vs_timesteps.png"} <= set(pngs)
+    for png in pngs:
+        assert (sweep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_single_run_is_plotted_too_and_an_empty_folder_is_an_error(tmp_path):
+    fake_run(tmp_path / "run", ["seed=3"], [1, 2, 3])
+    report = write_report(tmp_path / "run").read_text()
+    assert "| all runs | 1 | 4.0 ± 0.0 | n/a |" in report and "true_return_mean_vs_timesteps.png" in report
+    proc = subprocess.run([sys.executable, "-m", "rlhp.report.cli", str(tmp_path / "nothing")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 3 and "rlhp-report: data error: no rlhp-train run under" in proc.stderr
