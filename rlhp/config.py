@@ -9,6 +9,7 @@ from importlib.resources import files
 from typing import Any
 
 import hydra
+import torch
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
@@ -166,6 +167,10 @@ def validate_train(cfg: DictConfig) -> None:
     _fraction(cfg, "reward_trainer.val_split", high_open=True)
     _fraction(cfg, "preference_model.noise_prob")
     _int(cfg, "reward_net.members", 1)
+    _require(cfg, "device", cfg.device in ("cpu", "cuda", "auto") or str(cfg.device).startswith("cuda:"),
+             f"must be cpu, cuda, cuda:<n> or auto, got {cfg.device!r}")
+    _require(cfg, "device", not str(cfg.device).startswith("cuda") or torch.cuda.is_available(),
+             f"is {cfg.device}, but torch sees no GPU here; use device=cpu or device=auto")
     metric = cfg.optimized_metric
     _require(cfg, "optimized_metric", metric is None or metric in OPTIMIZABLE,
              f"must be null or one of {', '.join(OPTIMIZABLE)}, got {metric!r}")

@@ -31,7 +31,8 @@ def reward_correlation(reward_net: RewardNet, trajectories: list[Trajectory]) ->
     dones = np.concatenate([np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
                             for t in trajectories])
     true = np.concatenate([t.rews for t in trajectories])
-    learned = reward_net(*(torch.as_tensor(a) for a in (obs, acts, next_obs, dones))).mean(0).numpy()
+    inputs = (torch.as_tensor(a, device=reward_net.device) for a in (obs, acts, next_obs, dones))
+    learned = reward_net(*inputs).mean(0).cpu().numpy()
     if true.std() == 0 or learned.std() == 0:
         return None
     return float(np.corrcoef(learned, true)[0, 1])

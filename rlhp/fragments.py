@@ -95,7 +95,7 @@ class ActiveSelectionFragmenter:
     @torch.no_grad()
     def disagreement(self, pairs: FragmentPairs) -> np.ndarray:
         """One uncertainty score per pair, higher meaning more disagreement."""
-        rews = self.reward_net(*pairs.tensors())  # (members, pairs, 2, length)
+        rews = self.reward_net(*pairs.tensors(self.reward_net.device)).cpu()  # (members, pairs, 2, length)
         discounts = self.discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype)
         returns = (rews * discounts).sum(-1)
         diff = returns[..., 0] - returns[..., 1]

@@ -119,6 +119,11 @@ class RewardNet(nn.Module):
         self.norm = RunningNorm() if normalize_output else None
         self.std_coef = std_coef
 
+    @property
+    def device(self) -> torch.device:
+        """Where the net's weights are (its inputs must be there too)."""
+        return self.mlp.weights[0].device
+
     def _flat(self, x: torch.Tensor, space: gym.Space, lead: tuple[int, ...]) -> torch.Tensor:
         x = x.reshape(math.prod(lead), *space.shape)
         return preprocess_obs(x, space, normalize_images=True).reshape(len(x), -1).float()
@@ -182,10 +187,10 @@ class RewardNet(nn.Module):
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
                      update_stats: bool = True) -> np.ndarray:
         """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""
-        rew = self(*(torch.as_tensor(np.asarray(a)) for a in (obs, acts, next_obs, dones)))
+        rew = self(*(torch.as_tensor(np.asarray(a), device=self.device) for a in (obs, acts, next_obs, dones)))
         out = rew.mean(0)
         if self.members > 1 and self.std_coef:
             out = out + self.std_coef * rew.std(0)
         if self.norm is not None:
             out = self.norm(out, update=update_stats)
-        return out.numpy()
+        return out.cpu().numpy()

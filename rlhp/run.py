@@ -47,7 +47,7 @@ def build_loop(cfg: DictConfig) -> PreferenceComparisons:
         raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
                           f"(time limit {horizon} steps); lower it")
     reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
-                       action_space=probe.action_space)
+                       action_space=probe.action_space).to(resolve_device(cfg.device))
     probe.close()
     source = build(cfg.trajectories, algorithm=build(cfg.agent), env=env,
                    reward_net=reward_net, seed=cfg.seed, rng=rng)
@@ -72,6 +72,11 @@ def build_loop(cfg: DictConfig) -> PreferenceComparisons:
         initial_epoch_multiplier=cfg.initial_epoch_multiplier,
         allow_variable_horizon=cfg.allow_variable_horizon,
     )
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is the GPU when torch sees one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
 
 
 def optimized_metric(cfg: DictConfig, trains_agent: bool) -> str:

@@ -117,9 +117,10 @@ class RewardTrainer:
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
         pairs: FragmentPairs = dataset.pairs
-        inputs = pairs.tensors()
+        device = self.net.device
+        inputs = pairs.tensors(device)
         self.net.fit_input_norm(*inputs)
-        labels = torch.as_tensor(dataset.labels)
+        labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
         n_val = int(round(n * self.val_split))
@@ -127,13 +128,13 @@ class RewardTrainer:
             raise ValueError(f"reward_trainer.val_split={self.val_split} leaves an empty "
                              f"{'validation' if n_val == 0 else 'training'} set with {n} pairs; "
                              "gather more comparisons first or change val_split")
-        val, train = torch.as_tensor(order[:n_val]), order[n_val:]
+        val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
         # Each ensemble member learns from its own bootstrap resample of the training pairs.
         sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
-            shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])])
-            totals = torch.zeros(4)
+            shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
+            totals = torch.zeros(4, device=device)
             for start in range(0, shuffled.shape[1], self.batch_size):
                 batch = shuffled[:, start:start + self.batch_size]
                 self.optimizer.zero_grad(set_to_none=True)

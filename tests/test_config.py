@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from helpers import composed
 
 import rlhp.conf
@@ -122,9 +123,18 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["evaluation.episodes=-1"], "`evaluation.episodes` must be at least 1, got -1"),
     (["keep_checkpoints=0"], "`keep_checkpoints` must be at least 1, got 0"),
     (["reward_trainer.epochs=-2"], "`reward_trainer.epochs` must be at least 1, got -2"),
+    (["device=tpu"], "`device` must be cpu, cuda, cuda:<n> or auto, got 'tpu'"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides], tmp_path)
     with pytest.raises(ConfigError) as err:
         build_loop(cfg)
     assert str(err.value) == f"config key {message}" or str(err.value).startswith(f"config key {message}")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
+def test_cuda_without_a_gpu_is_refused_and_auto_falls_back_to_the_cpu(tmp_path):
+    with pytest.raises(ConfigError, match="`device` is cuda, but torch sees no GPU here"):
+        build_loop(composed("train", ["debug=fast", "device=cuda"], tmp_path))
+    loop = build_loop(composed("train", ["debug=fast", "device=auto"], tmp_path))
+    assert loop.reward_trainer.net.device.type == "cpu" and loop.source.agent.algorithm.device.type == "cpu"

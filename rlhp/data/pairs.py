@@ -36,6 +36,6 @@ class FragmentPairs:
         names = [f.name for f in fields(FragmentPairs)]
         return FragmentPairs(**{n: np.concatenate([getattr(b, n) for b in batches]) for n in names})
 
-    def tensors(self) -> tuple[torch.Tensor, ...]:
-        """(obs, acts, next_obs, dones) as tensors, the reward net's inputs."""
-        return tuple(torch.as_tensor(a) for a in (self.obs, self.acts, self.next_obs, self.dones))
+    def tensors(self, device: torch.device | str = "cpu") -> tuple[torch.Tensor, ...]:
+        """(obs, acts, next_obs, dones) as tensors on ``device``, the reward net's inputs."""
+        return tuple(torch.as_tensor(a, device=device) for a in (self.obs, self.acts, self.next_obs, self.dones))
