@@ -96,7 +96,7 @@ class ActiveSelectionFragmenter:
     def disagreement(self, pairs: FragmentPairs) -> np.ndarray:
         """One uncertainty score per pair, higher meaning more disagreement."""
         rews = self.reward_net(*pairs.tensors(self.reward_net.device)).cpu()  # (members, pairs, 2, length)
-        discounts = self.discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype)
+        discounts = self.discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype, device=rews.device)
         returns = (rews * discounts).sum(-1)
         diff = returns[..., 0] - returns[..., 1]
         if self.uncertainty_on == "logit":

@@ -11,7 +11,7 @@ def discounted_returns(rews: torch.Tensor, discount_factor: float = 1.0) -> torc
     """Sum over the last (time) axis, step t weighted by ``discount_factor ** t``."""
     if discount_factor == 1.0:
         return rews.sum(-1)
-    return (rews * discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype)).sum(-1)
+    return (rews * discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype, device=rews.device)).sum(-1)
 
 
 def preference_logprobs(returns: torch.Tensor, noise_prob: float = 0.0, threshold: float = 50.0

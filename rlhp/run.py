@@ -106,6 +106,8 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
     overrides it runs under. A folder that holds checkpoints resumes by itself when the config is the
     same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved config."""
+    if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
+        raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
     if run.finished():
         raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
                        "another folder")
