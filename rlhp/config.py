@@ -129,8 +129,8 @@ def validate_train(cfg: DictConfig) -> None:
     if OmegaConf.is_missing(cfg.env, "id"):
         raise ConfigError("env.id", "is required with env=gym, e.g. `env=gym env.id=Pendulum-v1`")
     if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
-        raise ConfigError("trajectories.path", "is required with trajectories=dataset: a folder written by "
-                          "save_to_disk, e.g. a run's trajectories/")
+        raise ConfigError("trajectories.path", "is required with trajectories=dataset or demos: a dataset "
+                          "folder, e.g. a run's trajectories/ or rlhp-collect's dataset/")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty

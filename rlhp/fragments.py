@@ -31,11 +31,14 @@ class RandomFragmenter:
         warning_threshold: warn when fewer than this many times the needed transitions exist
             (fragments are drawn with replacement, so they would overlap heavily); the warning
             is given once, later rounds log it to the log file only.
+        snippet_rule: T-REX's rule for pairs from episodes of different quality: the better
+            episode's fragment starts no earlier than the worse one's (progress shows late).
     """
 
-    def __init__(self, rng: np.random.Generator, warning_threshold: float = 10) -> None:
+    def __init__(self, rng: np.random.Generator, warning_threshold: float = 10, snippet_rule: bool = False) -> None:
         self.rng = rng
         self.warning_threshold = warning_threshold
+        self.snippet_rule = snippet_rule
         self._warned = False
 
     def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
@@ -57,6 +60,9 @@ class RandomFragmenter:
             self._warned = True
         which = self.rng.choice(len(trajs), size=2 * num_pairs, p=lengths / lengths.sum())
         starts = self.rng.integers(0, lengths[which] - fragment_length + 1)
+        quality = np.array([t.rank if t.rank is not None else float(t.rews.sum()) for t in trajs])[which]
+        if self.snippet_rule:
+            starts = self._snippet_rule(starts, quality, lengths[which] - fragment_length)
         # Index into the concatenation of all trajectories, so one gather builds every fragment.
         act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
         steps = starts[:, None] + np.arange(fragment_length)
@@ -71,7 +77,20 @@ class RandomFragmenter:
             next_obs=all_obs[obs_idx + 1].reshape(*shape, *all_obs.shape[1:]),
             dones=(terminal & (steps == lengths[which, None] - 1)).reshape(shape),
             rews=np.concatenate([t.rews for t in trajs])[idx].astype(np.float32).reshape(shape),
+            episode=np.array([t.episode for t in trajs])[which].reshape(num_pairs, 2),
+            start=starts.reshape(num_pairs, 2),
+            quality=quality.reshape(num_pairs, 2),
         )
+
+    def _snippet_rule(self, starts: np.ndarray, quality: np.ndarray, last_start: np.ndarray) -> np.ndarray:
+        """Redraw each better fragment's start uniformly from [the worse one's start, its last start]."""
+        starts, quality, last_start = (a.reshape(-1, 2).copy() for a in (starts, quality, last_start))
+        better = np.argmax(quality, axis=1)
+        rows = np.flatnonzero(quality[:, 0] != quality[:, 1])
+        b, w = better[rows], 1 - better[rows]
+        low = np.minimum(starts[rows, w], last_start[rows, b])  # a shorter better episode ends sooner
+        starts[rows, b] = self.rng.integers(low, last_start[rows, b] + 1)
+        return starts.reshape(-1)
 
 
 class ActiveSelectionFragmenter:

@@ -28,7 +28,9 @@ def cartpole_pairs(seed: int = 0) -> tuple[PreferenceDataset, GymEnv]:
     rng = np.random.default_rng(seed)
     obs = rng.normal(size=(PAIRS, 2, LENGTH, 4)).astype(np.float32)
     pairs = FragmentPairs(obs=obs, acts=rng.integers(0, 2, (PAIRS, 2, LENGTH)), next_obs=obs,
-                          dones=np.zeros((PAIRS, 2, LENGTH), bool), rews=obs[..., 0])
+                          dones=np.zeros((PAIRS, 2, LENGTH), bool), rews=obs[..., 0],
+                          episode=np.full((PAIRS, 2), -1), start=np.zeros((PAIRS, 2), np.int64),
+                          quality=obs[..., 0].sum(-1))
     ds = PreferenceDataset()
     ds.push(pairs, rng.integers(0, 2, PAIRS).astype(np.float32), np.arange(PAIRS))
     return ds, GymEnv(FIXED_HORIZON_CARTPOLE)

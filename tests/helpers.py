@@ -34,6 +34,8 @@ def random_pairs(n: int, length: int = 5, obs_dim: int = 3, seed: int = 0) -> Fr
     return FragmentPairs(
         obs=obs, acts=rng.integers(0, 2, (n, 2, length)), next_obs=obs + 0.1,
         dones=np.zeros((n, 2, length), bool), rews=obs[..., 0].astype(np.float32),
+        episode=np.arange(2 * n).reshape(n, 2), start=np.zeros((n, 2), np.int64),
+        quality=obs[..., 0].sum(-1).astype(np.float64),
     )
 
 

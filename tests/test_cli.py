@@ -153,7 +153,7 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
      "config key `fragmenter.uncertainty_on` must be one of logit, probability, label, got 'entropy'"),
     (["fragmenter=active", "reward_net=basic"], "config key `reward_net.members` must be at least 2"),
     (["env=gym"], "config key `env.id` is required with env=gym"),
-    (["trajectories=dataset"], "config key `trajectories.path` is required with trajectories=dataset"),
+    (["trajectories=dataset"], "config key `trajectories.path` is required with trajectories=dataset or demos"),
     (["env=gym", "env.id=NoSuchEnv-v0"], "config key `env.id` 'NoSuchEnv-v0' is not a registered gymnasium id"),
     (["agent=sac"], "config key `agent` cannot train on env 'rlhp/CartPole-FixedHorizon-v0'"),
     (["env=gym", "env.id=CartPole-v1"], "episodes ended by termination at different lengths"),

@@ -50,14 +50,14 @@ def test_the_groups_are_found():
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
 def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset):
     extra = NEEDS.get((group, option), [])
-    if (group, option) == ("trajectories", "dataset"):
+    if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos")):
         extra = [f"trajectories.path={cartpole_dataset}"]
     debug = [] if group == "debug" else ["debug=fast"]
     cfg = composed("train", [f"{group}={option}", *debug, *extra], tmp_path)
     assert cfg.hydra.runtime.choices[group] == option
     loop = build_loop(cfg)
     assert isinstance(loop, PreferenceComparisons)
-    assert (loop.source.agent is None) == (option == "dataset")
+    assert (loop.source.agent is None) == (option == "dataset")  # demos train an agent on the learned reward
     built = {"trajectories": loop.source, "fragmenter": loop.fragmenter, "querent": loop.querent,
              "gatherer": loop.gatherer, "reward_trainer": loop.reward_trainer, "reward_net": loop.reward_trainer.net,
              "logger": build(cfg.logger) if group == "logger" else None}

@@ -98,9 +98,10 @@ def dataset_to_trajectories(ds: datasets.Dataset, metadata: dict[str, Any] | Non
     acts = _decode(table["acts"], spaces["action_space"])
     rews = from_ragged(table["rews"])
     infos = _decode_infos(table["infos"]) if "infos" in table.column_names else [[] for _ in range(len(table))]
+    ranks = table["rank"].to_pylist() if "rank" in table.column_names else [None] * len(table)
     return [
-        Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i)
-        for o, a, r, t, i in zip(obs, acts, rews, table["terminal"].to_pylist(), infos)
+        Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i, episode=row, rank=rank)
+        for row, (o, a, r, t, i, rank) in enumerate(zip(obs, acts, rews, table["terminal"].to_pylist(), infos, ranks))
     ]
 
 

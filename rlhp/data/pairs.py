@@ -10,10 +10,12 @@ import torch
 
 @dataclass
 class FragmentPairs:
-    """A batch of fragment pairs; every array has leading shape (pairs, 2, length).
+    """A batch of fragment pairs: the steps have leading shape (pairs, 2, length), the provenance (pairs, 2).
 
     ``rews`` are the true rewards (NaN where unknown); ``dones`` marks the last step of a
-    terminal trajectory.
+    terminal trajectory. Provenance: ``episode`` is the fragment's episode (its dataset row, -1 when
+    it has none), ``start`` its first step there, ``quality`` the episode's rank when its dataset
+    ranks episodes, else its true return (what a ranking teacher compares).
     """
 
     obs: np.ndarray
@@ -21,6 +23,9 @@ class FragmentPairs:
     next_obs: np.ndarray
     dones: np.ndarray
     rews: np.ndarray
+    episode: np.ndarray
+    start: np.ndarray
+    quality: np.ndarray
 
     def __len__(self) -> int:
         """Number of pairs."""

@@ -70,6 +70,9 @@ class PreferenceDataset:
         dtypes = json.loads(ds.info.description)
         table = ds.with_format("arrow")[:]
         out = cls(max_size)
-        pairs = FragmentPairs(**{k: from_fixed(table[k], dt) for k, dt in dtypes.items()})
+        columns = {k: from_fixed(table[k], dt) for k, dt in dtypes.items()}
+        for key, fill in (("episode", -1), ("start", -1), ("quality", np.nan)):  # saved before provenance
+            columns.setdefault(key, np.full(columns["dones"].shape[:2], fill))
+        pairs = FragmentPairs(**columns)
         out.push(pairs, table["label"].to_numpy().astype(np.float32), table["id"].to_numpy())
         return out

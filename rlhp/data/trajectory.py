@@ -15,7 +15,8 @@ class Trajectory:
     """One episode: ``obs`` has one more row than ``acts`` and ``rews`` (the final observation).
 
     ``rews`` are the environment's true rewards; ``terminal`` is True when the episode ended
-    by termination rather than by a time limit or by being cut off.
+    by termination rather than by a time limit or by being cut off. ``episode`` is its row in the
+    dataset it was loaded from (-1 otherwise) and ``rank`` its quality rank there (0 = worst), if any.
     """
 
     obs: Nested
@@ -23,6 +24,8 @@ class Trajectory:
     rews: np.ndarray
     terminal: bool
     infos: list[dict] = field(default_factory=list)
+    episode: int = -1
+    rank: float | None = None
 
     def __len__(self) -> int:
         """Number of transitions."""

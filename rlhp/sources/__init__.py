@@ -3,6 +3,8 @@
 from rlhp.sources.agent import AgentTrainer
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
 from rlhp.sources.dataset import DatasetSource
+from rlhp.sources.demos import DemoSource
 from rlhp.sources.reward_env import RewardVecEnvWrapper
 
-__all__ = ["Agent", "AgentReport", "AgentTrainer", "DatasetSource", "RewardVecEnvWrapper", "TrajectorySource", "take"]
+__all__ = ["Agent", "AgentReport", "AgentTrainer", "DatasetSource", "DemoSource", "RewardVecEnvWrapper",
+           "TrajectorySource", "take"]

@@ -1,0 +1,53 @@
+"""Demonstrations as the source of fragments, with an agent trained on the reward learned from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from rlhp.data import Trajectory
+from rlhp.envs import GymEnv
+from rlhp.rewards import RewardNet
+from rlhp.sources.agent import AgentTrainer
+from rlhp.sources.base import TrajectorySource
+from rlhp.sources.dataset import DatasetSource
+
+
+class DemoSource(TrajectorySource):
+    """Fragments from a saved (e.g. ranked) demonstration dataset; an SB3 agent trains on the learned
+    reward meanwhile, as T-REX does once its reward is learned.
+
+    Args:
+        path: the dataset (see :class:`DatasetSource`).
+        algorithm, env, reward_net, seed, rng: as for :class:`AgentTrainer`.
+        held_out_frac: share of the dataset's episodes kept out of sampling.
+    """
+
+    def __init__(self, path: str, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet,
+                 seed: int, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
+        self.demos = DatasetSource(path, env, rng, held_out_frac)
+        self.trainer = AgentTrainer(algorithm, env, reward_net, seed, rng)
+
+    @property
+    def agent(self) -> AgentTrainer:
+        """The agent trained on the reward learned from the demonstrations."""
+        return self.trainer
+
+    def sample(self, steps: int) -> list[Trajectory]:
+        """Demonstration episodes (the agent's own are not compared)."""
+        return self.demos.sample(steps)
+
+    def held_out(self, steps: int) -> list[Trajectory]:
+        """Demonstrations kept out of sampling."""
+        return self.demos.held_out(steps)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The agent's state (the demonstrations come back from their path)."""
+        return self.trainer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.trainer.load_state_dict(state)

@@ -1,0 +1,78 @@
+"""T-REX's parts: ranks survive loading, fragments keep where they came from, the ranking and snippet rules."""
+
+import numpy as np
+from helpers import trajectory
+
+from rlhp.data import PreferenceDataset, save_trajectories, trajectories_to_dataset
+from rlhp.data.hub import open_trajectories
+from rlhp.feedback import Querent, RankedGatherer
+from rlhp.fragments import RandomFragmenter
+
+
+def ranked(ranks: list[float | None], length: int = 30) -> list:
+    trajs = [trajectory(length, offset=100 * i) for i in range(len(ranks))]
+    for i, (t, r) in enumerate(zip(trajs, ranks)):
+        t.rank, t.episode = r, i
+    return trajs
+
+
+def test_ranks_and_rows_survive_a_saved_dataset(tmp_path):
+    trajs = [trajectory(5), trajectory(7, offset=3), trajectory(4, offset=9)]
+    trajectories_to_dataset(trajs, columns={"rank": [2, 0, 1]}).save_to_disk(str(tmp_path / "d"))
+    got, _ = open_trajectories(tmp_path / "d")
+    assert [t.rank for t in got] == [2, 0, 1] and [t.episode for t in got] == [0, 1, 2]
+    save_trajectories(trajs, tmp_path / "plain")
+    assert [t.rank for t in open_trajectories(tmp_path / "plain")[0]] == [None] * 3
+
+
+def test_fragments_keep_their_episode_start_and_quality_through_a_saved_dataset(tmp_path):
+    trajs = ranked([0, 1, 2])
+    pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 6, 40)
+    for p in range(len(pairs)):
+        for side in (0, 1):
+            t = trajs[pairs.episode[p, side]]
+            np.testing.assert_array_equal(pairs.obs[p, side], t.obs[pairs.start[p, side]:pairs.start[p, side] + 6])
+            assert pairs.quality[p, side] == t.rank
+    ds = PreferenceDataset()
+    ds.push(pairs, np.full(40, 0.5, np.float32), np.arange(40))
+    ds.save(tmp_path / "prefs")
+    back = PreferenceDataset.load(tmp_path / "prefs").pairs
+    for name in ("episode", "start", "quality"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(pairs, name))
+
+
+def test_without_ranks_the_quality_is_the_episode_return():
+    trajs = ranked([None, None])
+    pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 5, 10)
+    returns = np.array([t.rews.sum() for t in trajs])
+    np.testing.assert_allclose(pairs.quality, returns[pairs.episode])
+
+
+def test_the_better_ranked_fragment_is_preferred_and_equal_ranks_tie():
+    trajs = ranked([0, 2, 2, 1])
+    pairs = RandomFragmenter(np.random.default_rng(1), warning_threshold=0)(trajs, 5, 200)
+    gatherer = RankedGatherer()
+    gatherer.add(pairs, Querent()(pairs))
+    answered, labels, _ = gatherer()
+    first, second = answered.quality[:, 0], answered.quality[:, 1]
+    np.testing.assert_array_equal(labels[first > second], 1.0)
+    np.testing.assert_array_equal(labels[first < second], 0.0)
+    np.testing.assert_array_equal(labels[first == second], 0.5)
+    assert {0.0, 0.5, 1.0} == set(labels.tolist())
+
+
+def test_the_snippet_rule_starts_the_better_fragment_no_earlier():
+    trajs = ranked([0, 1, 2, 3], length=60)
+    free = RandomFragmenter(np.random.default_rng(2), warning_threshold=0)(trajs, 10, 500)
+    rule = RandomFragmenter(np.random.default_rng(2), warning_threshold=0, snippet_rule=True)(trajs, 10, 500)
+    def better_starts_later(pairs):
+        differ = pairs.quality[:, 0] != pairs.quality[:, 1]
+        better = np.argmax(pairs.quality, axis=1)
+        rows = np.flatnonzero(differ)
+        return pairs.start[rows, better[rows]] >= pairs.start[rows, 1 - better[rows]]
+    assert better_starts_later(rule).all() and not better_starts_later(free).all()
+    # The fragments still are the episodes' own steps at those starts.
+    for p in range(0, 500, 50):
+        for side in (0, 1):
+            t = trajs[rule.episode[p, side]]
+            np.testing.assert_array_equal(rule.obs[p, side], t.obs[rule.start[p, side]:rule.start[p, side] + 10])
