@@ -101,6 +101,20 @@ def evaluate(loop: PreferenceComparisons, cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
+def pretrain(loop: PreferenceComparisons, cfg: DictConfig, run: RunFolder) -> None:
+    """Behavioural cloning of the agent before the first round; its loss and the cloned policy's true
+    return go to ``pretrain.json`` and the console."""
+    agent = loop.source.agent
+    if agent is None:
+        raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
+    result = build(cfg.pretrain)(agent.algorithm, cfg.seed)
+    result.update({f"bc_{k}": v for k, v in policy_return(agent.algorithm, build(cfg.env), cfg.evaluation.episodes,
+                                                          cfg.seed + 40_000).items()})
+    write_json(run.path / "pretrain.json", result)
+    log.info("behavioural cloning: loss %.4f, true return %.1f ± %.1f (pretrain.json)", result["bc_loss"],
+             result["bc_true_return_mean"], result["bc_true_return_std"], extra=CONSOLE)
+
+
 def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
                     ) -> tuple[PreferenceComparisons, DictConfig, list[str]]:
     """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
@@ -115,7 +129,10 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     if found is None:
         if cfg.resume is not None:
             raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
-        return build_loop(cfg), cfg, overrides
+        loop = build_loop(cfg)
+        if cfg.get("pretrain") is not None:
+            pretrain(loop, cfg, run)
+        return loop, cfg, overrides
     path, loop, saved, saved_overrides = found
     if cfg.resume is not None:
         extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))]

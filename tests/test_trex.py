@@ -1,12 +1,21 @@
-"""T-REX's parts: ranks survive loading, fragments keep where they came from, the ranking and snippet rules."""
+"""T-REX and behavioural cloning: ranks survive loading, fragments keep where they came from, the
+ranking and snippet rules, and both entry points with tiny budgets."""
+
+import json
 
 import numpy as np
-from helpers import trajectory
+import pytest
+import torch
+from helpers import FAST, run_cli, trajectory
+from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset, save_trajectories, trajectories_to_dataset
 from rlhp.data.hub import open_trajectories
+from rlhp.demos.bc import BehaviourCloning
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.feedback import Querent, RankedGatherer
 from rlhp.fragments import RandomFragmenter
+from rlhp.rollout import rollout
 
 
 def ranked(ranks: list[float | None], length: int = 30) -> list:
@@ -76,3 +85,39 @@ def test_the_snippet_rule_starts_the_better_fragment_no_earlier():
         for side in (0, 1):
             t = trajs[rule.episode[p, side]]
             np.testing.assert_array_equal(rule.obs[p, side], t.obs[rule.start[p, side]:rule.start[p, side] + 10])
+
+
+@pytest.mark.slow
+def test_trex_and_behavioural_cloning_run_from_a_ranked_collection(tmp_path):
+    demos = tmp_path / "demos"
+    run_cli("rlhp-collect", "episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null",
+            "expert.total_timesteps=1024", "expert.env.n_envs=2", "expert.algorithm.n_steps=64",
+            "expert.algorithm.batch_size=64", "expert.algorithm.n_epochs=2", "ranked.epsilons=[1.0,0.5,0.0]",
+            f"hydra.run.dir={demos}", cwd=tmp_path)
+    trex = tmp_path / "trex"
+    run_cli("rlhp-train", *FAST, "gatherer=ranked", "trajectories=demos", f"trajectories.path={demos / 'dataset'}",
+            "fragmenter.snippet_rule=true", f"hydra.run.dir={trex}", cwd=tmp_path)
+    prefs = PreferenceDataset.load(trex / "checkpoints" / "final" / "preferences")
+    quality = prefs.pairs.quality
+    np.testing.assert_array_equal(prefs.labels, 0.5 * (1 + np.sign(quality[:, 0] - quality[:, 1])))
+    assert set(np.unique(quality)) <= {0, 1, 2} and (trex / "checkpoints" / "final" / "agent.zip").exists()
+    bc = tmp_path / "bc"
+    proc = run_cli("rlhp-train", *FAST, "pretrain=bc", f"pretrain.path={demos / 'dataset'}", "pretrain.epochs=2",
+                   f"hydra.run.dir={bc}", cwd=tmp_path)
+    result = json.loads((bc / "pretrain.json").read_text())
+    assert result["bc_transitions"] == 12 * 500 and result["bc_loss"] > 0 and "behavioural cloning: loss" in proc.stdout
+    refused = run_cli("rlhp-train", *FAST, "agent=dqn", "pretrain=bc", f"pretrain.path={demos / 'dataset'}",
+                      f"hydra.run.dir={tmp_path / 'dqn'}", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and "behavioural cloning needs an actor-critic agent" in refused.stderr
+
+
+def test_behavioural_cloning_raises_the_likelihood_of_the_demonstrated_actions(tmp_path):
+    venv = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2).make(seed=0)
+    always_left = rollout(venv, lambda obs: np.zeros(len(obs), dtype=np.int64), episodes=2)
+    save_trajectories(always_left, tmp_path / "demos")
+    agent = PPO("MlpPolicy", venv, seed=0, device="cpu")
+    obs = torch.as_tensor(np.concatenate([t.obs[:-1] for t in always_left]))
+    before = agent.policy.evaluate_actions(obs, torch.zeros(len(obs)))[1].mean().item()
+    result = BehaviourCloning(str(tmp_path / "demos"), epochs=20)(agent, seed=0)
+    after = agent.policy.evaluate_actions(obs, torch.zeros(len(obs)))[1].mean().item()
+    assert before < np.log(0.6) and after > np.log(0.9) and result["bc_transitions"] == 1000
