@@ -95,9 +95,17 @@ def evaluate(loop: PreferenceComparisons, cfg: DictConfig) -> dict[str, Any]:
     venv = env.make(cfg.seed + 30_000)
     venv.action_space.seed(cfg.seed)
     steps = cfg.evaluation.correlation_steps
-    held_out = rollout(venv, random_policy(venv.action_space), steps // 2) + loop.source.held_out(steps // 2)
-    result["reward_correlation"] = reward_correlation(loop.reward_trainer.net, held_out)
-    result["correlation_transitions"] = sum(map(len, held_out))
+    random, held_out = rollout(venv, random_policy(venv.action_space), steps // 2), loop.source.held_out(steps // 2)
+    net = loop.reward_trainer.net
+    result["reward_correlation"] = reward_correlation(net, random + held_out)
+    result["correlation_transitions"] = sum(map(len, random + held_out))
+    # Where the reward can be trusted, each alone: held-out episodes of its source (the agent's own for an
+    # agent trainer, unseen data for a dataset), a random policy's states, the trained agent's states.
+    result["reward_correlation_held_out"] = reward_correlation(net, held_out)
+    result["reward_correlation_random"] = reward_correlation(net, random)
+    if agent is not None:  # the states the trained agent visits
+        agent_episodes = rollout(venv, lambda obs: agent.algorithm.predict(obs, deterministic=False)[0], steps // 2)
+        result["reward_correlation_agent"] = reward_correlation(net, agent_episodes)
     return result
 
 

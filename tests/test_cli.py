@@ -176,6 +176,9 @@ def test_reward_from_a_saved_dataset_without_an_agent(train, tmp_path):
                        "trajectories.held_out_frac=0.25", name="from_data")
     result = json.loads((run_dir / "eval.json").read_text())
     assert "true_return_mean" not in result and -1 <= result["reward_correlation"] <= 1
+    # The correlation on the data's own held-out episodes and on a random policy's states, each alone.
+    assert {"reward_correlation_held_out", "reward_correlation_random"} <= result.keys()
+    assert "reward_correlation_agent" not in result
     assert (run_dir / "checkpoints" / "final" / "reward_net.pt").exists()
     assert not (run_dir / "checkpoints" / "final" / "agent.zip").exists()
     assert [int(r["timesteps"]) for r in rows(run_dir)] == [0, 0, 0]
