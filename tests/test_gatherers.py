@@ -36,3 +36,41 @@ def test_sampled_labels_are_binary_and_follow_the_probability():
 def test_querent_ids_are_unique_across_calls():
     q = Querent()
     assert np.concatenate([q(random_pairs(3)), q(random_pairs(2))]).tolist() == [0, 1, 2, 3, 4]
+
+
+def gathered(gatherer, pairs):
+    gatherer.add(pairs, Querent()(pairs))
+    return gatherer()
+
+
+def test_the_mistake_teacher_flips_its_share_of_labels():
+    rng = np.random.default_rng(0)
+    r1, r2 = rng.normal(size=10_000), rng.normal(size=10_000)
+    g = SyntheticGatherer(np.random.default_rng(1), temperature=0, sample=False, mistake=0.2)
+    answered, labels, _ = gathered(g, with_returns(list(r1), list(r2)))
+    wrong = labels != (r1 > r2).astype(np.float32)
+    assert abs(wrong.mean() - 0.2) < 0.01  # within 1 point of the setting over 10,000 labels
+
+
+def test_the_myopic_teacher_weighs_later_steps_more():
+    pairs = random_pairs(2, length=4)
+    pairs.rews[:] = 0
+    pairs.rews[:, 0, 0] = 1.0  # the first fragment earns early
+    pairs.rews[:, 1, 3] = 1.0  # the second as much, late
+    perfect = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False)
+    myopic = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, myopic_gamma=0.9)
+    assert gathered(perfect, pairs)[1].tolist() == [0.5, 0.5] and gathered(myopic, pairs)[1].tolist() == [0.0, 0.0]
+
+
+def test_the_skip_teacher_skips_pairs_that_both_return_little_and_never_trains_on_them():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.1)
+    answered, labels, ids = gathered(g, with_returns([10, 0.5, 0.2, 3], [0, 0.4, 0.9, 0]))
+    # The largest return is 10, so pairs whose better fragment returns under 1 are skipped.
+    assert ids.tolist() == [0, 3] and labels.tolist() == [1.0, 1.0] and g.pending is None
+    assert g.metrics()["labels_skipped"] == 2
+
+
+def test_the_equal_teacher_ties_close_returns():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.1)
+    _, labels, _ = gathered(g, with_returns([10, 5, 5, 2], [0, 5.5, 4.5, 3.5]))
+    assert labels.tolist() == [1.0, 0.5, 0.5, 0.0]  # within 1 (10% of 10) of each other: equal

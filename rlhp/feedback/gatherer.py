@@ -16,7 +16,8 @@ Answered = tuple[FragmentPairs | None, np.ndarray, np.ndarray]
 class PreferenceGatherer(ABC):
     """Holds pending queries; calling it returns the answered ones and keeps the rest pending.
 
-    A label is the probability that the *first* fragment of the pair is better: 1, 0, or 0.5 for equal.
+    A label is the probability that the *first* fragment of the pair is better: 1, 0, or 0.5 for equal;
+    NaN answers "can't tell": the query leaves the pending ones and is never trained on.
     """
 
     def __init__(self) -> None:
@@ -42,11 +43,12 @@ class PreferenceGatherer(ABC):
         if self.pending is None:
             return empty
         done, labels = self.answer(self.pending, self.pending_ids)
-        answered, ids = self.pending[done], self.pending_ids[done]
+        told = ~np.isnan(labels)  # the rest were skipped: answered, with no preference to learn
+        answered, ids = self.pending[done][told], self.pending_ids[done][told]
         self.pending, self.pending_ids = self.pending[~done], self.pending_ids[~done]
         if not len(self.pending):
             self.pending = None
-        return (answered, labels, ids) if len(ids) else empty
+        return (answered, labels[told], ids) if len(ids) else empty
 
     def state_dict(self) -> dict[str, Any]:
         """The pending queries (pairs and ids)."""
