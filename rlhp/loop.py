@@ -173,6 +173,8 @@ class PreferenceComparisons:
                 metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
             _check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]},
                           self.reward_trainer.net.named_parameters())
+            if self.source.agent is not None:
+                self.source.agent.reward_changed()
             if self.sampled:  # how well the reward just learned ranks this round's transitions
                 corr = reward_correlation(self.reward_trainer.net, self.sampled)
                 if corr is not None:

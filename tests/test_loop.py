@@ -45,6 +45,9 @@ class FakeAgent(Agent):
     def named_parameters(self):
         return iter([("w", torch.ones(2))])
 
+    def reward_changed(self):
+        self.asked.append("reward changed")
+
 
 class FakeSource(TrajectorySource):
     """Trajectories of 50 steps whose reward rises along the episode; records each request."""
@@ -106,7 +109,8 @@ def test_rounds_follow_the_schedule_and_carry_timesteps_over():
     # The initial epoch multiplier applies in round 0 only.
     assert loop.reward_trainer.multipliers == [7, 1.0, 1.0]
     # Cumulative targets 334, 667, 1000: what round 0 could not fit in whole rollouts, round 1 asks for.
-    assert agent.asked == [334, 667 - 300, 1000 - 600]
+    # Before each, the agent hears that the reward changed (an off-policy agent relabels its buffer).
+    assert agent.asked == ["reward changed", 334, "reward changed", 667 - 300, "reward changed", 1000 - 600]
     assert [r["timesteps"] for r in rows] == [300, 600, 1000]
     assert rows[-1]["true_return_mean"] == 2.0 and rows[-1]["true_return_std"] == 1.0
     assert {"time_sample_s", "time_fragment_s", "time_gather_s", "time_reward_training_s",

@@ -4,8 +4,9 @@ import functools
 
 import numpy as np
 import pytest
+import torch
 from helpers import trajectory
-from stable_baselines3 import DQN, PPO
+from stable_baselines3 import DQN, PPO, SAC
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
@@ -90,3 +91,32 @@ def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):
     for _ in range(30):
         assert not held & {id(t) for t in source.sample(600)}
     assert len({id(t) for t in source.sample(10_000)}) == 7
+
+
+@pytest.mark.parametrize(("algo", "env_id", "kwargs"), [
+    (DQN, FIXED_HORIZON_CARTPOLE, {"learning_starts": 50, "train_freq": 4, "buffer_size": 300}),
+    (SAC, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000}),
+])
+def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_reward(algo, env_id, kwargs):
+    env = GymEnv(env_id, n_envs=2)
+    net = RewardNet(*env.spaces(), hidden_sizes=[8], use_action=True, use_next_state=True, use_done=True,
+                    normalize_input=False)
+    source = AgentTrainer(functools.partial(algo, "MlpPolicy", device="cpu", **kwargs), env, net, seed=0,
+                          rng=np.random.default_rng(0))
+    source.train(400)  # the buffer wraps around for DQN (300 x 2 copies)
+    buffer = source.algorithm.replay_buffer
+    n = buffer.buffer_size if buffer.full else buffer.pos
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p))  # a reward update
+    stale = buffer.rewards[:n].copy()
+    source.reward_changed()
+    # Each stored transition, scored alone by the updated net, as the agent would now be paid.
+    for i in range(0, n, 37):
+        for copy in range(buffer.n_envs):
+            terminated = bool(buffer.dones[i, copy]) and not bool(buffer.timeouts[i, copy])
+            act = buffer.actions[i, copy].reshape(env.spaces()[1].shape)
+            obs, next_obs = buffer.observations[i, copy][None], buffer.next_observations[i, copy][None]
+            want = net.agent_reward(obs, act[None], next_obs, np.array([terminated]), update_stats=False)[0]
+            assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-6)
+    assert not np.allclose(stale, buffer.rewards[:n])

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
@@ -75,6 +76,28 @@ class AgentTrainer(TrajectorySource, Agent):
         self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
         returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])
         return AgentReport(self.algorithm.num_timesteps - before, returns)
+
+    def reward_changed(self) -> None:
+        """Relabel an off-policy agent's whole replay buffer with the current reward model, in one
+        batched pass (stale rewards there are the known failure of naive integrations); on-policy
+        agents keep no rewards between updates."""
+        algo = self.algorithm
+        if not isinstance(algo, OffPolicyAlgorithm) or algo.replay_buffer is None:
+            return
+        buffer = algo.replay_buffer
+        n = buffer.buffer_size if buffer.full else buffer.pos
+        if n == 0:
+            return
+        next_obs = (buffer.observations[(np.arange(n) + 1) % buffer.buffer_size] if buffer.optimize_memory_usage
+                    else buffer.next_observations[:n])
+        terminated = (buffer.dones[:n] > 0) & ~(buffer.timeouts[:n] > 0)
+        lead = n * buffer.n_envs
+        # SB3 stores actions as (..., action_dim); the reward net takes the env's own action shape.
+        acts = buffer.actions[:n].reshape(lead, *self.venv.action_space.shape)
+        rews = self.venv.reward_net.agent_reward(buffer.observations[:n].reshape(lead, *buffer.obs_shape), acts,
+                                                 next_obs.reshape(lead, *buffer.obs_shape), terminated.reshape(lead),
+                                                 update_stats=False)
+        buffer.rewards[:n] = rews.reshape(n, buffer.n_envs)
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
         """The agent's stochastic action, as during training."""

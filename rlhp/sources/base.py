@@ -38,6 +38,10 @@ class Agent(ABC):
     def train(self, steps: int) -> AgentReport:
         """Train at most ``steps`` env steps (whole rollouts)."""
 
+    @abstractmethod
+    def reward_changed(self) -> None:
+        """The reward model was just updated: rewards the agent stored (a replay buffer's) are stale."""
+
     def save(self, path: str | Path) -> None:
         """Save the SB3 agent as a ``.zip`` that ``<Algorithm>.load`` reads."""
         self.algorithm.save(str(path))
