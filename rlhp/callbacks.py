@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -58,6 +59,18 @@ class MetricsWriter:
         self.csv.append(metrics)
 
 
+def forget_rounds(folder: Path, rounds: int) -> None:
+    """Delete what ``folder`` holds for rounds ``rounds`` and later: ``round-XXXX.parquet`` files and
+    ``round_XXXX/`` datasets, half-written ones included."""
+    for path in folder.glob("round[-_]*"):
+        if int(path.name[6:10]) < rounds:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 class TrajectoryWriter:
     """Appends each round's sampled trajectories to ``trajectories/`` as one new Parquet file
     (``round-XXXX.parquet``, never rewritten), beside a dataset card with the spaces and env, so the
@@ -84,9 +97,7 @@ class TrajectoryWriter:
 
     def forget_after(self, rounds: int) -> None:
         """Delete the shards of rounds ``rounds`` and later (a resumed run writes them again)."""
-        for shard in self.folder.glob("round-*.parquet*"):
-            if int(shard.name[6:10]) >= rounds:
-                shard.unlink()
+        forget_rounds(self.folder, rounds)
 
 
 class LabelJournal:
@@ -104,9 +115,7 @@ class LabelJournal:
 
     def forget_after(self, rounds: int) -> None:
         """Delete the labels of rounds ``rounds`` and later (a resumed run gathers them again)."""
-        for folder in self.folder.glob("round_*"):
-            if int(folder.name[6:10]) >= rounds:
-                shutil.rmtree(folder)
+        forget_rounds(self.folder, rounds)
 
 
 class Checkpointer:

@@ -167,19 +167,19 @@ class PreferenceComparisons:
             self.dataset.push(answered, labels, ids)
         metrics["comparisons"] = len(self.dataset)
         metrics.update(self.gatherer.metrics())
+        agent = self.source.agent
         if len(self.dataset):
             multiplier = self.initial_epoch_multiplier if k == 0 else 1.0
             with clock("reward_training"):
                 metrics.update(self.reward_trainer.train(self.dataset, epoch_multiplier=multiplier))
             _check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]},
                           self.reward_trainer.net.named_parameters())
-            if self.source.agent is not None:
-                self.source.agent.reward_changed()
+            if agent is not None:
+                agent.reward_changed()
             if self.sampled:  # how well the reward just learned ranks this round's transitions
                 corr = reward_correlation(self.reward_trainer.net, self.sampled)
                 if corr is not None:
                     metrics["sampled_reward_correlation"] = corr
-        agent = self.source.agent
         if agent is not None:
             wanted = self.timestep_targets[k] - self.timesteps
             if wanted > 0:

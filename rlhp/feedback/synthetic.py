@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -51,9 +53,9 @@ class SyntheticGatherer(PreferenceGatherer):
 
     def probabilities(self, pairs: FragmentPairs) -> np.ndarray:
         """P(first preferred) under the true reward, one per pair."""
-        if np.isnan(pairs.rews).any():
-            raise ValueError("the synthetic gatherer needs true rewards, and some fragments have none")
-        returns = self.returns(pairs)
+        return self._probabilities(self.returns(pairs))
+
+    def _probabilities(self, returns: torch.Tensor) -> np.ndarray:
         if self.temperature == 0:
             diff = returns[:, 0] - returns[:, 1]
             prob = 0.5 * (1 + torch.sign(diff))
@@ -64,6 +66,8 @@ class SyntheticGatherer(PreferenceGatherer):
 
     def returns(self, pairs: FragmentPairs) -> torch.Tensor:
         """The teacher's (pairs, 2) returns: discounted, and myopic when ``myopic_gamma`` < 1."""
+        if np.isnan(pairs.rews).any():
+            raise ValueError("the synthetic gatherer needs true rewards, and some fragments have none")
         rews = torch.as_tensor(pairs.rews, dtype=torch.float64)
         if self.myopic_gamma < 1:
             length = rews.shape[-1]
@@ -72,8 +76,8 @@ class SyntheticGatherer(PreferenceGatherer):
 
     def answer(self, pairs: FragmentPairs, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every query is answered at once (a skipped one with a NaN label)."""
-        prob = self.probabilities(pairs)
-        returns = self.returns(pairs).numpy()
+        returns_t = self.returns(pairs)
+        prob, returns = self._probabilities(returns_t), returns_t.numpy()
         self.largest_return = max(self.largest_return, float(np.abs(returns).max(initial=0.0)))
         if self.equal_frac:
             prob = np.where(np.abs(returns[:, 0] - returns[:, 1]) < self.equal_frac * self.largest_return, 0.5, prob)
@@ -88,6 +92,15 @@ class SyntheticGatherer(PreferenceGatherer):
         labels[skipped] = np.nan
         self.last_skipped = int(skipped.sum())
         return np.ones(len(pairs), dtype=bool), labels
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pending queries and the largest return seen (the skip and equal thresholds scale with it)."""
+        return {**super().state_dict(), "largest_return": self.largest_return}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        super().load_state_dict(state)
+        self.largest_return = float(state["largest_return"])
 
     def metrics(self) -> dict[str, float]:
         """``label_entropy`` (mean binary entropy, bits, of the last answers' probabilities) and, for a
