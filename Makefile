@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test lint bench clean
+.PHONY: help install browser train test lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -21,7 +21,11 @@ install: $(STAMP)  ## create .venv and install rlhp with its test extras (fast w
 train: install  ## the CartPole demo: preference comparisons with synthetic labels
 	$(VENV)/bin/rlhp-train env=cartpole gatherer=synthetic
 
-test: install  ## run the test suite (slow end-to-end tests included)
+# The browser tests drive Debian's chromium (Playwright cannot download its own here).
+browser:  ## install chromium for the browser tests when missing
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: install browser  ## run the test suite (slow end-to-end tests included)
 	$(VENV)/bin/pytest -n 2 -q
 
 lint: install  ## ruff

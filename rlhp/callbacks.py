@@ -14,7 +14,8 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from rlhp.checkpoints import prune_checkpoints, save_checkpoint
-from rlhp.data import FragmentPairs, PreferenceDataset
+from rlhp.feedback import Answers
+from rlhp.data import PreferenceDataset
 from rlhp.data.hf import dataset_metadata, trajectories_to_dataset
 from rlhp.data.hub import trajectories_card
 from rlhp.loop import Metrics, PreferenceComparisons
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 class ProgressBar:
-    """A tqdm bar over rounds showing timesteps, comparisons, reward accuracy and true return.
+    """A tqdm bar over rounds showing timesteps, comparisons (and queries pending, with people),
+    reward accuracy and true return.
 
     The round's whole metrics go to the log file, not the console.
     """
@@ -36,7 +38,8 @@ class ProgressBar:
     def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
         """Advance one round."""
         shown = {"steps": metrics["timesteps"], "prefs": metrics["comparisons"]}
-        for key, name, fmt in (("reward_accuracy", "acc", "{:.2f}"), ("true_return_mean", "return", "{:.1f}")):
+        for key, name, fmt in (("queries_pending", "pending", "{:.0f}"), ("reward_accuracy", "acc", "{:.2f}"),
+                               ("true_return_mean", "return", "{:.1f}")):
             if key in metrics:
                 shown[name] = fmt.format(metrics[key])
         self.bar.set_postfix(shown, refresh=False)
@@ -107,11 +110,12 @@ class LabelJournal:
     def __init__(self, run: RunFolder) -> None:
         self.folder = run.labels_dir
 
-    def __call__(self, round_: int, pairs: FragmentPairs, labels: np.ndarray, ids: np.ndarray) -> None:
-        """Save one round's labels."""
+    def __call__(self, round_: int, answers: Answers) -> None:
+        """Save one round's labels, with who gave each, when, and whether it was skipped (label NaN)."""
         batch = PreferenceDataset()
-        batch.push(pairs, labels, ids)
-        batch.save(self.folder / f"round_{round_:04d}")
+        batch.push(answers.pairs, answers.labels, answers.ids)
+        batch.save(self.folder / f"round_{round_:04d}", annotator=answers.annotators, answered_at=answers.times,
+                   skipped=~answers.told)
 
     def forget_after(self, rounds: int) -> None:
         """Delete the labels of rounds ``rounds`` and later (a resumed run gathers them again)."""

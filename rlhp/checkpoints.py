@@ -64,7 +64,7 @@ def save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg:
     counters = {k: state[k] for k in ("iteration", "timesteps", "comparisons", "timestep_targets",
                                       "episode_lengths", "wall_s", "rng")}
     counters["next_query_id"] = state["querent"]["next_id"]
-    counters["pending_queries"] = len(loop.gatherer.pending_ids)
+    counters["pending_queries"] = loop.gatherer.num_pending()
     (tmp / "state.json").write_text(json.dumps(counters, indent=1, default=int))
     (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))

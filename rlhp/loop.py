@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlhp.data import FragmentPairs, PreferenceDataset, Trajectory
+from rlhp.data import PreferenceDataset, Trajectory
 from rlhp.errors import DivergedError, VariableHorizonError
 from rlhp.evaluation import reward_correlation
-from rlhp.feedback import PreferenceGatherer, Querent
+from rlhp.feedback import Answers, PreferenceGatherer, Querent
 from rlhp.fragments import Fragmenter
 from rlhp.schedules import apportion
 from rlhp.sources import TrajectorySource
@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 Metrics = dict[str, float]
 RoundCallback = Callable[["PreferenceComparisons", Metrics], None]
 """Called after every round with the loop and the round's metrics (logging, checkpoints, progress)."""
-LabelSink = Callable[[int, FragmentPairs, np.ndarray, np.ndarray], None]
-"""Called with (round, pairs, labels, ids) as soon as labels are gathered, before any training on them."""
+LabelSink = Callable[[int, Answers], None]
+"""Called with (round, answers) as soon as labels are gathered (skipped ones too), before any training on them."""
 
 
 def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
@@ -158,13 +158,16 @@ class PreferenceComparisons:
             self.sampled = trajectories
             with clock("fragment"):
                 pairs = self.fragmenter(trajectories, self.fragment_length, n)
-            self.gatherer.add(pairs, self.querent(pairs))
+            with clock("query"):
+                self.gatherer.add(pairs, self.querent(pairs, k))
         with clock("gather"):
-            answered, labels, ids = self.gatherer()
-        if answered is not None:
+            answers = self.gatherer()
+        if len(answers):
             if self.label_sink is not None:
-                self.label_sink(k, answered, labels, ids)
-            self.dataset.push(answered, labels, ids)
+                self.label_sink(k, answers)
+            told = answers.told  # "can't tell" is kept in the journal, never trained on
+            if told.any():
+                self.dataset.push(answers.pairs[told], answers.labels[told], answers.ids[told])
         metrics["comparisons"] = len(self.dataset)
         metrics.update(self.gatherer.metrics())
         agent = self.source.agent

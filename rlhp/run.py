@@ -35,8 +35,9 @@ from rlhp.stops import StopRequest
 log = logging.getLogger(__name__)
 
 
-def build_loop(cfg: DictConfig) -> PreferenceComparisons:
-    """Instantiate every part of the loop from the config (validated first)."""
+def build_loop(cfg: DictConfig, run: RunFolder | None = None) -> PreferenceComparisons:
+    """Instantiate every part of the loop from the config (validated first); parts that write into the
+    run folder (human queries) are given ``run``."""
     validate_train(cfg)
     set_random_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -55,11 +56,13 @@ def build_loop(cfg: DictConfig) -> PreferenceComparisons:
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but trajectories="
                           f"{HydraConfig.get().runtime.choices.get('trajectories')} trains no agent to return "
                           "a true return; use reward_correlation")
-    context = {"rng": rng, "reward_net": reward_net}
+    context = {"rng": rng, "reward_net": reward_net, "env": env}
+    if run is not None:
+        context["run_dir"] = run.path
     return PreferenceComparisons(
         source=source,
         fragmenter=build(cfg.fragmenter, **context),
-        querent=build(cfg.querent),
+        querent=build(cfg.querent, **context),
         gatherer=build(cfg.gatherer, **context),
         dataset=PreferenceDataset(cfg.max_dataset_size),
         reward_trainer=build(cfg.reward_trainer, **context),
@@ -137,7 +140,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     if found is None:
         if cfg.resume is not None:
             raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
-        loop = build_loop(cfg)
+        loop = build_loop(cfg, run)
         if cfg.get("pretrain") is not None:
             pretrain(loop, cfg, run)
         return loop, cfg, overrides
@@ -215,7 +218,7 @@ def _train(run: RunFolder, loop: PreferenceComparisons, cfg: DictConfig, overrid
     checkpointer = Checkpointer(run, cfg.checkpoint_every, cfg.keep_checkpoints, cfg, overrides,
                                 OmegaConf.to_container(cfg.reward_net, resolve=True))
     try:
-        with StopRequest() as stop:
+        with StopRequest() as stop, loop.gatherer.session(stop=lambda: bool(stop)):
             loop.run([MetricsWriter(metrics), shards, logger, bar, checkpointer], stop=lambda: bool(stop))
         bar.close()
         if stop:

@@ -49,10 +49,13 @@ class FrameRecorder(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def write_video(frames: list[np.ndarray], path: str | Path, fps: int) -> Path:
-    """Write frames (H, W, 3 uint8) to an MP4 file that browsers and the Hub play."""
+def write_video(frames: list[np.ndarray] | np.ndarray, path: str | Path, fps: float, width: int | None = None) -> Path:
+    """Write frames (H, W, 3 uint8) to an MP4 file that browsers and the Hub play, scaled to ``width``
+    pixels wide when given."""
     path = Path(path)
+    # faststart puts the index first, so a browser starts playing before the whole file is in.
+    params = ["-movflags", "+faststart"] + (["-vf", f"scale={width}:-2"] if width else [])
     # yuv420p needs even sides; macro_block_size=2 pads odd ones instead of resizing to 16s.
     imageio.mimwrite(path, frames, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=2,
-                     ffmpeg_log_level="error")
+                     ffmpeg_log_level="error", output_params=params)
     return path

@@ -25,8 +25,7 @@ def test_temperature_scales_the_difference():
 def test_sampled_labels_are_binary_and_follow_the_probability():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=1.0, sample=True)
     pairs = with_returns([1.0] * 4000, [0.0] * 4000)
-    g.add(pairs, Querent()(pairs))
-    answered, labels, ids = g()
+    answered, labels, ids = gathered(g, pairs)
     assert set(np.unique(labels)) == {0.0, 1.0} and labels.dtype == np.float32
     assert abs(labels.mean() - 1 / (1 + np.exp(-1))) < 0.03
     assert g.pending is None and len(ids) == 4000
@@ -40,7 +39,8 @@ def test_querent_ids_are_unique_across_calls():
 
 def gathered(gatherer, pairs):
     gatherer.add(pairs, Querent()(pairs))
-    return gatherer()
+    answers = gatherer()
+    return answers.pairs, answers.labels, answers.ids
 
 
 def test_the_mistake_teacher_flips_its_share_of_labels():
@@ -65,8 +65,10 @@ def test_the_myopic_teacher_weighs_later_steps_more():
 def test_the_skip_teacher_skips_pairs_that_both_return_little_and_never_trains_on_them():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.1)
     answered, labels, ids = gathered(g, with_returns([10, 0.5, 0.2, 3], [0, 0.4, 0.9, 0]))
-    # The largest return is 10, so pairs whose better fragment returns under 1 are skipped.
-    assert ids.tolist() == [0, 3] and labels.tolist() == [1.0, 1.0] and g.pending is None
+    # The largest return is 10, so pairs whose better fragment returns under 1 are skipped: answered
+    # "can't tell" (NaN), which the loop keeps in the journal and never trains on.
+    assert ids.tolist() == [0, 1, 2, 3] and g.pending is None
+    assert labels[[0, 3]].tolist() == [1.0, 1.0] and np.isnan(labels[[1, 2]]).all()
     assert g.metrics()["labels_skipped"] == 2
 
 

@@ -10,7 +10,7 @@ from helpers import trajectory
 
 from rlhp.data import PreferenceDataset
 from rlhp.errors import VariableHorizonError
-from rlhp.feedback import PreferenceGatherer, Querent
+from rlhp.feedback import OracleGatherer, Querent
 from rlhp.fragments import RandomFragmenter
 from rlhp.loop import PreferenceComparisons, check_fixed_horizon
 from rlhp.rewards import RewardNet
@@ -67,7 +67,7 @@ class FakeSource(TrajectorySource):
         return []
 
 
-class EvenIdsGatherer(PreferenceGatherer):
+class EvenIdsGatherer(OracleGatherer):
     """A person who answers only the queries with even ids, preferring the first fragment."""
 
     def answer(self, pairs, ids):

@@ -62,7 +62,8 @@ def test_the_better_ranked_fragment_is_preferred_and_equal_ranks_tie():
     pairs = RandomFragmenter(np.random.default_rng(1), warning_threshold=0)(trajs, 5, 200)
     gatherer = RankedGatherer()
     gatherer.add(pairs, Querent()(pairs))
-    answered, labels, _ = gatherer()
+    answers = gatherer()
+    answered, labels = answers.pairs, answers.labels
     first, second = answered.quality[:, 0], answered.quality[:, 1]
     np.testing.assert_array_equal(labels[first > second], 1.0)
     np.testing.assert_array_equal(labels[first < second], 0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +53,21 @@ class PreferenceDataset:
         """Restore :meth:`state_dict`."""
         self.pairs, self.labels, self.ids = state["pairs"], state["labels"], state["ids"]
 
-    def save(self, path: str | Path) -> None:
-        """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp."""
+    def save(self, path: str | Path, **annotations: Sequence | np.ndarray) -> None:
+        """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp; ``annotations``
+        are extra columns, one value per pair (who labelled, when...)."""
         path = Path(path)
         if self.pairs is None:
             raise ValueError("nothing to save: the preference dataset is empty")
         columns = {f.name: to_fixed(getattr(self.pairs, f.name)) for f in fields(self.pairs)}
-        table = pa.table({"id": self.ids, "label": self.labels, **columns})
+        table = pa.table({"id": self.ids, "label": self.labels, **annotations, **columns})
         dtypes = {f.name: getattr(self.pairs, f.name).dtype.str for f in fields(self.pairs)}
         info = datasets.DatasetInfo(description=json.dumps(dtypes))
         save_dataset(datasets.Dataset(table, info=info), path)
 
     @classmethod
     def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:
-        """Read a dataset written by :meth:`save`."""
+        """Read a dataset written by :meth:`save` (the labelled pairs; skipped ones and annotations are left out)."""
         ds = datasets.load_from_disk(str(path))
         dtypes = json.loads(ds.info.description)
         table = ds.with_format("arrow")[:]
@@ -74,5 +76,7 @@ class PreferenceDataset:
         for key, fill in (("episode", -1), ("start", -1), ("quality", np.nan)):  # saved before provenance
             columns.setdefault(key, np.full(columns["dones"].shape[:2], fill))
         pairs = FragmentPairs(**columns)
-        out.push(pairs, table["label"].to_numpy().astype(np.float32), table["id"].to_numpy())
+        labels = table["label"].to_numpy().astype(np.float32)
+        told = ~np.isnan(labels)  # a journal also keeps the "can't tell" answers, which teach nothing
+        out.push(pairs[told], labels[told], table["id"].to_numpy()[told])
         return out

@@ -1,8 +1,10 @@
 """Feedback: querents publish fragment pairs as queries, gatherers return the labelled ones."""
 
-from rlhp.feedback.gatherer import Answered, PreferenceGatherer
-from rlhp.feedback.querent import Querent
+from rlhp.feedback.gatherer import Answers, OracleGatherer, PreferenceGatherer
+from rlhp.feedback.human import HumanGatherer
+from rlhp.feedback.querent import Querent, WebQuerent
 from rlhp.feedback.ranked import RankedGatherer
 from rlhp.feedback.synthetic import SyntheticGatherer
 
-__all__ = ["Answered", "PreferenceGatherer", "Querent", "RankedGatherer", "SyntheticGatherer"]
+__all__ = ["Answers", "HumanGatherer", "OracleGatherer", "PreferenceGatherer", "Querent", "RankedGatherer",
+           "SyntheticGatherer", "WebQuerent"]

@@ -2,23 +2,87 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from rlhp.data import FragmentPairs
 
-Answered = tuple[FragmentPairs | None, np.ndarray, np.ndarray]
-"""(pairs, float32 labels, int64 ids) of the queries answered since the last call; pairs is None when none."""
+
+@dataclass
+class Answers:
+    """The queries answered since the last gathering.
+
+    ``labels`` are float32, the probability that the *first* (left) fragment is better: 1, 0, or
+    0.5 for equal; NaN answers "can't tell" (skipped: answered, never trained on). Per query,
+    ``annotators`` says who answered (comma-joined) and ``times`` when (Unix seconds).
+    """
+
+    pairs: FragmentPairs | None
+    labels: np.ndarray
+    ids: np.ndarray
+    annotators: list[str] = field(default_factory=list)
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __len__(self) -> int:
+        """Number of answered queries (skipped ones included)."""
+        return len(self.ids)
+
+    @property
+    def told(self) -> np.ndarray:
+        """Mask of the answers that state a preference (not skipped)."""
+        return ~np.isnan(self.labels)
+
+
+def no_answers() -> Answers:
+    """An empty :class:`Answers`."""
+    return Answers(None, np.zeros(0, np.float32), np.zeros(0, np.int64), [], np.zeros(0))
 
 
 class PreferenceGatherer(ABC):
-    """Holds pending queries; calling it returns the answered ones and keeps the rest pending.
+    """Takes queries with :meth:`add`; calling it returns the answered ones and keeps the rest pending."""
 
-    A label is the probability that the *first* fragment of the pair is better: 1, 0, or 0.5 for equal;
-    NaN answers "can't tell": the query leaves the pending ones and is never trained on.
-    """
+    @abstractmethod
+    def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:
+        """Queue queries for answering."""
+
+    @abstractmethod
+    def __call__(self) -> Answers:
+        """The queries answered since the last call; unanswered ones stay pending."""
+
+    @abstractmethod
+    def num_pending(self) -> int:
+        """Queries added and not yet answered."""
+
+    def metrics(self) -> dict[str, float]:
+        """Figures about the last gathering, logged with the round (none unless overridden)."""
+        return {}
+
+    @contextlib.contextmanager
+    def session(self, stop: Callable[[], bool] = lambda: False) -> Iterator[None]:
+        """Whatever gathering needs while the loop runs (the human gatherer's web server; waiting that
+        ends when ``stop()`` says so); nothing here."""
+        yield
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """What a resume needs."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+
+
+class OracleGatherer(PreferenceGatherer):
+    """A teacher that answers pending queries itself, from what the pairs hold, as soon as asked."""
+
+    annotator = "oracle"
+    """The name its answers carry."""
 
     def __init__(self) -> None:
         self.pending: FragmentPairs | None = None
@@ -29,26 +93,24 @@ class PreferenceGatherer(ABC):
         self.pending = pairs if self.pending is None else FragmentPairs.concat([self.pending, pairs])
         self.pending_ids = np.concatenate([self.pending_ids, ids])
 
+    def num_pending(self) -> int:
+        """Queries added and not yet answered."""
+        return len(self.pending_ids)
+
     @abstractmethod
     def answer(self, pairs: FragmentPairs, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return (mask of the answered queries, float32 labels of those)."""
+        """Return (mask of the answered queries, float32 labels of those; NaN for skipped)."""
 
-    def metrics(self) -> dict[str, float]:
-        """Figures about the last gathering, logged with the round (none unless overridden)."""
-        return {}
-
-    def __call__(self) -> Answered:
+    def __call__(self) -> Answers:
         """Answered pairs, their labels and ids; unanswered ones stay pending."""
-        empty = (None, np.zeros(0, np.float32), np.zeros(0, np.int64))
         if self.pending is None:
-            return empty
+            return no_answers()
         done, labels = self.answer(self.pending, self.pending_ids)
-        told = ~np.isnan(labels)  # the rest were skipped: answered, with no preference to learn
-        answered, ids = self.pending[done][told], self.pending_ids[done][told]
+        answered, ids = self.pending[done], self.pending_ids[done]
         self.pending, self.pending_ids = self.pending[~done], self.pending_ids[~done]
         if not len(self.pending):
             self.pending = None
-        return (answered, labels[told], ids) if len(ids) else empty
+        return Answers(answered, labels, ids, [self.annotator] * len(ids), np.full(len(ids), time.time()))
 
     def state_dict(self) -> dict[str, Any]:
         """The pending queries (pairs and ids)."""

@@ -1,12 +1,18 @@
-"""The querent: turns fragment pairs into identified queries."""
+"""Querents: turn fragment pairs into identified queries, and publish them where people see them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlhp.data import FragmentPairs
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError
+from rlhp.feedback.clips import ClipRenderer
+from rlhp.runs import RunFolder
+from rlhp.runs.queries import QueryStore
 
 
 class Querent:
@@ -15,8 +21,8 @@ class Querent:
     def __init__(self) -> None:
         self.next_id = 0
 
-    def __call__(self, pairs: FragmentPairs) -> np.ndarray:
-        """The ids of the new queries, in the order of ``pairs``."""
+    def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
+        """The ids of the new queries of round ``round_``, in the order of ``pairs``."""
         ids = np.arange(self.next_id, self.next_id + len(pairs), dtype=np.int64)
         self.next_id += len(pairs)
         return ids
@@ -28,3 +34,50 @@ class Querent:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
         self.next_id = int(state["next_id"])
+
+
+class WebQuerent(Querent):
+    """Renders each query's two clips into the run's ``media/`` and publishes the query in its
+    ``queries.sqlite``, where the annotation server finds it.
+
+    Args:
+        env: the run's env (its frames are drawn again from the fragments' observations).
+        run_dir: the run folder.
+        labels_per_query: different people asked for each query; their labels are averaged.
+        width: clip width in pixels.
+        fps: clip frames per second (None: the env's own).
+    """
+
+    def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
+                 fps: float | None = None) -> None:
+        super().__init__()
+        if labels_per_query < 1:
+            raise ConfigError("querent.labels_per_query", f"must be at least 1, got {labels_per_query}")
+        if width < 16 or width % 2:
+            raise ConfigError("querent.width", f"must be an even number of pixels >= 16, got {width}")
+        self.run = RunFolder(run_dir)
+        self.store = QueryStore(self.run.queries_db)
+        self.labels_per_query = labels_per_query
+        self.renderer = ClipRenderer(env, width=width, fps=fps)
+
+    def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
+        """Render, store and publish the queries; return their ids."""
+        # After a resume the store may hold queries published after the checkpoint: never reuse their ids.
+        self.next_id = max(self.next_id, self.store.max_id() + 1)
+        ids = super().__call__(pairs, round_)
+        names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
+        self.renderer.write(pairs, names, self.run.media_dir)
+        self.store.publish(ids, round_, names, pairs, self.labels_per_query)
+        return ids
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The renderer holds a live env; a checkpoint keeps what builds it again.
+        state = dict(self.__dict__)
+        renderer = state.pop("renderer")
+        state["_renderer_args"] = (renderer.env_config, renderer.width, renderer.fps)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        env, width, fps = state.pop("_renderer_args")
+        self.__dict__.update(state)
+        self.renderer = ClipRenderer(env, width=width, fps=fps)

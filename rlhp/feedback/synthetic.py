@@ -8,11 +8,11 @@ import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs
-from rlhp.feedback.gatherer import PreferenceGatherer
+from rlhp.feedback.gatherer import OracleGatherer
 from rlhp.preference_model import discounted_returns, preference_logprobs
 
 
-class SyntheticGatherer(PreferenceGatherer):
+class SyntheticGatherer(OracleGatherer):
     """Answers from the true reward with the Bradley-Terry model, optionally as one of B-Pref's
     imperfect teachers (Lee et al. 2021); the options combine.
 
@@ -31,6 +31,8 @@ class SyntheticGatherer(PreferenceGatherer):
         equal_frac: label 0.5 when the returns differ by less than this fraction of that largest
             return ("equal"). Like B-Pref, both thresholds scale with the task's returns.
     """
+
+    annotator = "synthetic"
 
     def __init__(self, rng: np.random.Generator, temperature: float = 1.0, discount_factor: float = 1.0,
                  sample: bool = True, threshold: float = 50.0, noise_prob: float = 0.0, mistake: float = 0.0,

@@ -54,7 +54,7 @@ class RunLock:
 
 class RunFolder:
     """One run's folder: ``.hydra/``, the log, ``metrics.csv``, ``checkpoints/``, ``trajectories/``,
-    ``labels/``, ``eval.json`` and ``wandb/``."""
+    ``labels/``, ``eval.json`` and ``wandb/``; with human labels, ``media/`` and ``queries.sqlite``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -91,6 +91,21 @@ class RunFolder:
     def labels_dir(self) -> Path:
         """Every label as it was gathered, before training on it: one dataset per round."""
         return self.path / "labels"
+
+    @property
+    def media_dir(self) -> Path:
+        """The clips of human queries, two per query."""
+        return self.path / "media"
+
+    @property
+    def queries_db(self) -> Path:
+        """Human queries, their leases and answers (SQLite, see :class:`~rlhp.runs.queries.QueryStore`)."""
+        return self.path / "queries.sqlite"
+
+    @property
+    def annotate_json(self) -> Path:
+        """Where a running annotation server says it listens (its URL)."""
+        return self.path / "annotate.json"
 
     def checkpoint(self, name: str) -> Path:
         """The folder of checkpoint ``name`` (``iter_0003``, ``final``)."""

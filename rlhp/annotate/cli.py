@@ -1,0 +1,39 @@
+"""``rlhp-annotate <run folder>``: serve a run's queries to people, from any process or machine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+from rlhp.annotate import LOOPBACK
+from rlhp.annotate.server import serve
+from rlhp.errors import RlhpError
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and serve until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="rlhp-annotate", description="Serve the labelling page for a run's pending queries "
+        "(rlhp-train ... gatherer=human writes them; labels go back through the run folder).")
+    parser.add_argument("run", help="the run folder (outputs/train/<date>/<time>)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1; 0.0.0.0 lets a team in, with a token)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
+    parser.add_argument("--token", default=os.environ.get("RLHP_TOKEN"),
+                        help="access token (default $RLHP_TOKEN; generated when listening beyond loopback)")
+    parser.add_argument("--lease-s", type=float, default=120.0,
+                        help="seconds a query handed to a person stays theirs (default 120)")
+    parser.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.run):
+        parser.error(f"no run folder at {args.run!r}")
+    token = args.token or (None if args.host in LOOPBACK else secrets.token_urlsafe(16))
+    try:
+        serve(args.run, args.host, args.port, token, args.lease_s, args.parent)
+    except RlhpError as err:
+        print(f"rlhp-annotate: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

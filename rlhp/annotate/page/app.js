@@ -1,0 +1,177 @@
+// The labelling page: shows a leased query's two clips in sync, sends answers, and keeps the next
+// query's clips loaded so that it appears the moment one is answered.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const $ = (id) => document.getElementById(id);
+const KEYS = {
+  ArrowLeft: "left", a: "left", 1: "left",
+  ArrowRight: "right", d: "right", 2: "right",
+  ArrowUp: "equal", w: "equal", e: "equal", 3: "equal",
+  ArrowDown: "cant_tell", s: "cant_tell", c: "cant_tell", 4: "cant_tell",
+};
+// What a test or benchmark reads: ms from an answer to the next pair playing, and the answers sent.
+const rlhp = (window.rlhp = { timings: [], sent: [], errors: [] });
+
+let name = params.get("annotator") || localStorage.getItem("rlhp-annotator") || "";
+let current = null; // {query, left, right} with <video> elements ready to show
+let upcoming = null; // a Promise of the next such slot (or null when none is waiting)
+let labelled = 0;
+const answerTimes = [];
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`);
+  return data;
+}
+
+function video(src) {
+  const v = document.createElement("video");
+  Object.assign(v, { muted: true, playsInline: true, preload: "auto", src });
+  return v;
+}
+
+function slot(query) {
+  const left = video(query.left), right = video(query.right);
+  // Each clip restarts only with the other, so the two stay in step.
+  left.addEventListener("ended", () => restart(left, right));
+  const loaded = (v) => new Promise((ok) => v.readyState >= 3 ? ok() : v.addEventListener("canplay", ok, { once: true }));
+  return { query, left, right, ready: Promise.all([loaded(left), loaded(right)]) };
+}
+
+function restart(left, right) {
+  left.currentTime = 0;
+  right.currentTime = 0;
+  left.play().catch(() => {});
+  right.play().catch(() => {});
+}
+
+async function fetchNext() {
+  const data = await api(`api/next?annotator=${encodeURIComponent(name)}`);
+  $("pending").textContent = data.pending;
+  return data.query ? slot(data.query) : null;
+}
+
+function show(next, since) {
+  current = next;
+  $("left").replaceChildren();
+  $("right").replaceChildren();
+  setButtons(Boolean(next));
+  if (!next) {
+    $("message").textContent = "No query is waiting; new ones appear as the agent trains.";
+    return;
+  }
+  $("message").textContent = "";
+  $("left").append(next.left);
+  $("right").append(next.right);
+  const playing = (v) => new Promise((ok) => v.addEventListener("playing", ok, { once: true }));
+  const both = Promise.all([playing(next.left), playing(next.right)]);
+  next.ready.then(() => restart(next.left, next.right));
+  if (since !== undefined) both.then(() => rlhp.timings.push(performance.now() - since));
+}
+
+function setButtons(enabled) {
+  for (const b of document.querySelectorAll("button[data-label]")) b.disabled = !enabled;
+}
+
+function prefetch() {
+  upcoming = fetchNext().catch((err) => { $("message").textContent = err.message; return null; });
+}
+
+async function answer(label) {
+  if (!current) return;
+  const since = performance.now();
+  const done = current;
+  current = null;
+  // Show the preloaded pair first, then tell the server: the person never waits on the network.
+  const next = await upcoming;
+  show(next, since);
+  prefetch();
+  try {
+    const out = await api("api/answers", { query_id: done.query.query_id, annotator: name, label });
+    labelled = out.labelled;
+    answerTimes.push(Date.now());
+    rlhp.sent.push({ query_id: done.query.query_id, label });
+  } catch (err) {
+    rlhp.errors.push(err.message);
+    $("message").textContent = `Not recorded: ${err.message}`;
+  }
+  updateStats();
+  if (!next) waitForQueries();
+}
+
+async function undo() {
+  try {
+    const query = await api("api/undo", { annotator: name });
+    labelled = Math.max(0, labelled - 1);
+    answerTimes.pop();
+    rlhp.sent.push({ query_id: query.query_id, label: "undo" });
+    if (current) upcoming = Promise.resolve(current); // shown again after the undone one
+    show(slot(query), undefined);
+    updateStats();
+  } catch (err) {
+    $("message").textContent = `Cannot undo: ${err.message}`;
+  }
+}
+
+function updateStats() {
+  $("labelled").textContent = labelled;
+  // Over the last minute, or since the first answer when that is sooner.
+  if (answerTimes.length > 1) {
+    const span = Math.max(Math.min(60_000, Date.now() - answerTimes[0]), 1000);
+    const recent = answerTimes.filter((t) => Date.now() - t <= span).length;
+    $("rate").textContent = (recent / (span / 60_000)).toFixed(1);
+  }
+}
+
+let waiting = false;
+async function waitForQueries() {
+  if (waiting) return;
+  waiting = true;
+  while (!current) {
+    await new Promise((ok) => setTimeout(ok, 1500));
+    if (current) break;
+    const next = await upcoming;
+    if (next) { show(next); prefetch(); } else prefetch();
+  }
+  waiting = false;
+}
+
+async function start() {
+  localStorage.setItem("rlhp-annotator", name);
+  $("who").textContent = name;
+  $("signin").hidden = true;
+  $("labelling").hidden = false;
+  try {
+    const status = await api("api/status");
+    labelled = status.annotators[name] || 0;
+    updateStats();
+  } catch (err) {
+    $("message").textContent = err.message;
+  }
+  prefetch();
+  const first = await upcoming;
+  show(first);
+  prefetch();
+  if (!first) waitForQueries();
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.target instanceof HTMLInputElement || event.repeat || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (KEYS[event.key]) { event.preventDefault(); answer(KEYS[event.key]); }
+  else if (event.key === "Backspace" || event.key === "u" || event.key === "z") { event.preventDefault(); undo(); }
+});
+for (const b of document.querySelectorAll("button[data-label]")) b.addEventListener("click", () => answer(b.dataset.label));
+$("undo").addEventListener("click", undo);
+$("signin").addEventListener("submit", (event) => {
+  event.preventDefault();
+  name = $("name").value.trim();
+  if (name) start();
+});
+setInterval(() => api("api/status").then((s) => { $("pending").textContent = s.pending; updateStats(); }).catch(() => {}), 5000);
+
+if (name) start(); else { $("signin").hidden = false; $("name").focus(); }

@@ -1,0 +1,303 @@
+"""The query store: human queries, their leases and answers in the run folder's SQLite database.
+
+The trainer (which publishes queries and takes their labels) and the annotation server (which hands
+queries to people and records their answers) share nothing else. Every change is one transaction in
+WAL mode, written when it happens, so either process can be killed at any moment and nothing is lost
+or counted twice.
+
+A query's ``state``: ``pending`` (it wants more answers), ``answered`` (it has ``wanted`` of them,
+the trainer has not taken it yet), ``taken`` (its label is in the trainer's dataset, since round
+``taken_round``) or ``expired`` (the trainer dropped it unanswered).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from rlhp.data.pairs import FragmentPairs
+from rlhp.errors import RlhpError
+
+CHOICES = {"left": 1.0, "right": 0.0, "equal": 0.5, "cant_tell": math.nan}
+"""An answer and its label: the probability that the *left* (first) clip is better; NaN is "can't tell"."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS queries (
+    id INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL,
+    left_clip TEXT NOT NULL,
+    right_clip TEXT NOT NULL,
+    wanted INTEGER NOT NULL,
+    created REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    taken_round INTEGER,
+    pair BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS queries_state ON queries (state, id);
+CREATE TABLE IF NOT EXISTS leases (
+    query_id INTEGER NOT NULL REFERENCES queries (id),
+    annotator TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (query_id, annotator)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    query_id INTEGER NOT NULL REFERENCES queries (id),
+    annotator TEXT NOT NULL,
+    choice TEXT NOT NULL,
+    label REAL,
+    answered_at REAL NOT NULL,
+    UNIQUE (query_id, annotator)
+);
+"""
+
+
+class QueryError(RlhpError):
+    """An annotation request that the store's state refuses (the server answers it with a 4xx)."""
+
+    exit_code = 3
+    status = 409
+
+
+class UnknownQuery(QueryError):
+    """No query has this id."""
+
+    status = 404
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query as a person sees it: its id and the file names of its two clips under ``media/``."""
+
+    id: int
+    left_clip: str
+    right_clip: str
+    lease_expires: float
+
+
+@dataclass(frozen=True)
+class Taken:
+    """Labels the trainer takes: mask over the asked ids, and per taken query its mean label (NaN when
+    every answer was "can't tell"), its annotators (comma-joined) and when its last answer came."""
+
+    done: np.ndarray
+    labels: np.ndarray
+    annotators: list[str]
+    times: np.ndarray
+
+
+def pair_to_blob(pairs: FragmentPairs, i: int) -> bytes:
+    """Pair ``i`` of ``pairs`` as ``.npz`` bytes (readable with numpy alone)."""
+    buf = io.BytesIO()
+    np.savez(buf, **{f.name: getattr(pairs, f.name)[i] for f in fields(FragmentPairs)})
+    return buf.getvalue()
+
+
+def pairs_from_blobs(blobs: list[bytes]) -> FragmentPairs:
+    """The pairs saved by :func:`pair_to_blob`, stacked."""
+    loaded = [np.load(io.BytesIO(b)) for b in blobs]
+    return FragmentPairs(**{f.name: np.stack([d[f.name] for d in loaded]) for f in fields(FragmentPairs)})
+
+
+class QueryStore:
+    """``queries.sqlite`` in a run folder; safe to use from several processes and threads at once."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript(_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"QueryStore({str(self.path)!r})"
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # A connection per use: cheap, and safe across threads and forks.
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            yield db
+        finally:
+            db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once so that concurrent writers queue instead of failing."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # The trainer's side.
+
+    def publish(self, ids: np.ndarray, round_: int, clips: list[tuple[str, str]], pairs: FragmentPairs,
+                wanted: int) -> None:
+        """Add queries (their clips are already written under ``media/``)."""
+        now = time.time()
+        rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i))
+                for i, (q, (left, right)) in enumerate(zip(ids, clips, strict=True))]
+        with self._transaction() as db:
+            db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def max_id(self) -> int:
+        """The largest query id, -1 when there is none."""
+        with self._connect() as db:
+            return db.execute("SELECT coalesce(max(id), -1) FROM queries").fetchone()[0]
+
+    def open_queries(self) -> tuple[np.ndarray, FragmentPairs | None]:
+        """Ids and pairs of the queries the trainer still waits for (pending or answered, not taken)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, pair FROM queries WHERE state IN ('pending', 'answered') "
+                              "ORDER BY id").fetchall()
+        if not rows:
+            return np.zeros(0, np.int64), None
+        return np.array([r[0] for r in rows], np.int64), pairs_from_blobs([r[1] for r in rows])
+
+    def count_answered(self) -> tuple[int, int]:
+        """(answered and not yet taken, still pending) queries."""
+        with self._connect() as db:
+            counts = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
+        return counts.get("answered", 0), counts.get("pending", 0)
+
+    def take(self, ids: np.ndarray, round_: int) -> Taken:
+        """Mark the answered ones of ``ids`` as taken in ``round_`` and return their labels."""
+        with self._transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS asked (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM asked")
+            db.executemany("INSERT INTO asked VALUES (?)", [(int(i),) for i in ids])
+            rows = db.execute(
+                "SELECT q.id, avg(a.label), group_concat(a.annotator, ','), max(a.answered_at) FROM queries q "
+                "JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' "
+                "GROUP BY q.id").fetchall()
+            db.execute("UPDATE queries SET state = 'taken', taken_round = ? WHERE state = 'answered' "
+                       "AND id IN (SELECT id FROM asked)", (round_,))
+        found = {r[0]: r for r in rows}
+        done = np.array([int(i) in found for i in ids], dtype=bool)
+        chosen = [found[int(i)] for i in ids[done]]
+        labels = np.array([math.nan if r[1] is None else r[1] for r in chosen], np.float32)
+        return Taken(done, labels, [r[2] for r in chosen], np.array([r[3] for r in chosen], np.float64))
+
+    def expire_oldest(self, keep: int) -> int:
+        """Expire the oldest queries without an answer beyond the newest ``keep`` open ones; return how many."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE queries SET state = 'expired' WHERE id IN (SELECT id FROM queries q WHERE state = 'pending' "
+                "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id) ORDER BY id DESC LIMIT -1 "
+                "OFFSET ?)", (keep,))
+            return cursor.rowcount
+
+    def untake(self, from_round: int) -> None:
+        """Give back the labels taken in rounds ``from_round`` and later (a resumed run takes them again)."""
+        with self._transaction() as db:
+            db.execute("UPDATE queries SET state = 'answered', taken_round = NULL WHERE state = 'taken' "
+                       "AND taken_round >= ?", (from_round,))
+
+    # The annotators' side.
+
+    def lease_next(self, annotator: str, lease_s: float) -> Query | None:
+        """Lease the newest query this annotator has neither answered nor holds, that wants more answers
+        than it has answers and live leases; None when there is none."""
+        now = time.time()
+        with self._transaction() as db:
+            # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
+            row = db.execute(
+                "SELECT id, left_clip, right_clip FROM queries q WHERE state = 'pending' "
+                "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = ?1) "
+                "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = ?1 "
+                "AND l.expires > ?2) "
+                "AND (SELECT count(*) FROM answers a WHERE a.query_id = q.id) "
+                "  + (SELECT count(*) FROM leases l WHERE l.query_id = q.id AND l.expires > ?2) < q.wanted "
+                "ORDER BY id DESC LIMIT 1", (annotator, now)).fetchone()
+            if row is None:
+                return None
+            db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
+        return Query(row[0], row[1], row[2], now + lease_s)
+
+    def answer(self, query_id: int, annotator: str, choice: str) -> int:
+        """Record an answer to a query leased to this annotator; return how many answers they have given."""
+        now = time.time()
+        with self._transaction() as db:
+            row = db.execute("SELECT state, wanted FROM queries WHERE id = ?", (query_id,)).fetchone()
+            if row is None:
+                raise UnknownQuery(f"no query has id {query_id}")
+            if db.execute("SELECT 1 FROM answers WHERE query_id = ? AND annotator = ?",
+                          (query_id, annotator)).fetchone():
+                raise QueryError(f"{annotator!r} has already answered query {query_id}")
+            if row[0] != "pending":
+                raise QueryError(f"query {query_id} is {row[0]} and takes no more answers")
+            lease = db.execute("SELECT expires FROM leases WHERE query_id = ? AND annotator = ?",
+                               (query_id, annotator)).fetchone()
+            if lease is None or lease[0] <= now:
+                raise QueryError(f"{annotator!r} holds no live lease on query {query_id} (leases expire); "
+                                 "ask for the next query")
+            db.execute("DELETE FROM leases WHERE query_id = ? AND annotator = ?", (query_id, annotator))
+            db.execute("INSERT INTO answers (query_id, annotator, choice, label, answered_at) VALUES (?, ?, ?, ?, ?)",
+                       (query_id, annotator, choice, _label(choice), now))
+            db.execute("UPDATE queries SET state = 'answered' WHERE id = ? AND "
+                       "(SELECT count(*) FROM answers WHERE query_id = ?) >= wanted", (query_id, query_id))
+            return db.execute("SELECT count(*) FROM answers WHERE annotator = ?", (annotator,)).fetchone()[0]
+
+    def undo(self, annotator: str, lease_s: float) -> Query:
+        """Withdraw this annotator's last answer and lease its query to them again."""
+        now = time.time()
+        with self._transaction() as db:
+            row = db.execute("SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip FROM answers a JOIN queries q "
+                             "ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq DESC LIMIT 1",
+                             (annotator,)).fetchone()
+            if row is None:
+                raise QueryError(f"{annotator!r} has no answer to undo")
+            seq, query_id, state, left, right = row
+            if state not in ("pending", "answered"):
+                raise QueryError(f"query {query_id} is {state}: its label is already "
+                                 f"{'in training' if state == 'taken' else 'dropped'} and cannot be undone")
+            db.execute("DELETE FROM answers WHERE seq = ?", (seq,))
+            db.execute("UPDATE queries SET state = 'pending' WHERE id = ?", (query_id,))
+            db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (query_id, annotator, now + lease_s))
+        return Query(query_id, left, right, now + lease_s)
+
+    def status(self) -> dict:
+        """Queries by state, answers per annotator, and agreement where a query has several labels."""
+        with self._connect() as db:
+            states = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
+            people = dict(db.execute("SELECT annotator, count(*) FROM answers GROUP BY annotator").fetchall())
+            multi = db.execute("SELECT count(*), coalesce(sum(min_label = max_label), 0) FROM (SELECT "
+                               "min(label) AS min_label, max(label) AS max_label FROM answers WHERE label IS NOT NULL "
+                               "GROUP BY query_id HAVING count(*) > 1)").fetchone()
+        return {
+            "pending": states.get("pending", 0),
+            "answered": states.get("answered", 0) + states.get("taken", 0),
+            "in_training": states.get("taken", 0),
+            "expired": states.get("expired", 0),
+            "answers": sum(people.values()),
+            "annotators": people,
+            "multi_labelled": multi[0],
+            "agreement": multi[1] / multi[0] if multi[0] else None,
+        }
+
+    def answers(self) -> list[tuple[int, str, str, float | None, float]]:
+        """Every answer, oldest first: (query id, annotator, choice, label, time)."""
+        with self._connect() as db:
+            return db.execute("SELECT query_id, annotator, choice, label, answered_at FROM answers "
+                              "ORDER BY seq").fetchall()
+
+
+def _label(choice: str) -> float | None:
+    if choice not in CHOICES:
+        raise QueryError(f"unknown answer {choice!r}; one of {', '.join(CHOICES)}")
+    value = CHOICES[choice]
+    return None if math.isnan(value) else value
