@@ -9,15 +9,14 @@ import shutil
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from rlhp.checkpoints import prune_checkpoints, save_checkpoint
-from rlhp.feedback import Answers
 from rlhp.data import PreferenceDataset
 from rlhp.data.hf import dataset_metadata, trajectories_to_dataset
 from rlhp.data.hub import trajectories_card
+from rlhp.feedback import Answers
 from rlhp.loop import Metrics, PreferenceComparisons
 from rlhp.runs import MetricsCSV, RunFolder
 from rlhp.runs.folder import HALF_WRITTEN

@@ -19,7 +19,6 @@ from rlhp.errors import ConfigError, NetworkError
 from rlhp.runs import RunFolder
 
 
-
 def url_for(host: str, port: int, token: str | None) -> str:
     """The page's URL (with the token, which the page then keeps in a cookie)."""
     shown = f"[{host}]" if ":" in host else host

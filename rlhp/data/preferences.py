@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 

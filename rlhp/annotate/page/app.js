@@ -10,8 +10,9 @@ const KEYS = {
   ArrowUp: "equal", w: "equal", e: "equal", 3: "equal",
   ArrowDown: "cant_tell", s: "cant_tell", c: "cant_tell", 4: "cant_tell",
 };
-// What a test or benchmark reads: ms from an answer to the next pair playing, and the answers sent.
-const rlhp = (window.rlhp = { timings: [], sent: [], errors: [] });
+// What a test or benchmark reads: ms from an answer to the next pair playing, the answers sent, the
+// query shown.
+const rlhp = (window.rlhp = { timings: [], sent: [], errors: [], shown: null });
 
 let name = params.get("annotator") || localStorage.getItem("rlhp-annotator") || "";
 let current = null; // {query, left, right} with <video> elements ready to show
@@ -58,6 +59,7 @@ async function fetchNext() {
 
 function show(next, since) {
   current = next;
+  rlhp.shown = next ? next.query.query_id : null;
   $("left").replaceChildren();
   $("right").replaceChildren();
   setButtons(Boolean(next));

@@ -1,0 +1,231 @@
+"""The annotation server's API: every endpoint, every bad input, leases, several annotators, tokens."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from helpers import BIN, random_pairs
+
+from rlhp.annotate.app import create_app
+from rlhp.annotate.server import serve
+from rlhp.errors import ConfigError
+from rlhp.runs import RunFolder
+from rlhp.runs.queries import QueryStore
+
+
+def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0) -> QueryStore:
+    """``n`` queries with real fragment pairs (the clips are placeholder files)."""
+    run = RunFolder(run_dir)
+    run.media_dir.mkdir(parents=True, exist_ok=True)
+    ids = np.arange(first, first + n)
+    names = [(f"q{q}-left.mp4", f"q{q}-right.mp4") for q in ids]
+    for pair in names:
+        for name in pair:
+            (run.media_dir / name).write_bytes(b"clip")
+    store = QueryStore(run.queries_db)
+    store.publish(ids, 0, names, random_pairs(n, 3), wanted)
+    return store
+
+
+@pytest.fixture
+def api(tmp_path):
+    publish(tmp_path, 3)
+    with TestClient(create_app(tmp_path, lease_s=60)) as client:
+        yield client
+
+
+def lease(client, who="alice"):
+    return client.get("/api/next", params={"annotator": who}).json()["query"]
+
+
+def post(client, query_id, who="alice", label="left"):
+    return client.post("/api/answers", json={"query_id": query_id, "annotator": who, "label": label})
+
+
+def test_next_answer_and_status(api):
+    first = lease(api)
+    assert first["query_id"] == 2 and first["left"] == "media/q2-left.mp4"  # the newest query first
+    assert api.get("/" + first["left"]).content == b"clip"
+    assert lease(api)["query_id"] == 1  # alice holds 2: she gets another
+    out = post(api, 2, label="right")
+    assert out.status_code == 200 and out.json() == {"query_id": 2, "label": "right", "labelled": 1}
+    status = api.get("/api/status").json()
+    assert status["pending"] == 2 and status["answered"] == 1 and status["annotators"] == {"alice": 1}
+    assert api.get("/").status_code == 200 and "Which clip" in api.get("/").text
+    assert set(api.get("/openapi.json").json()["paths"]) == {"/api/next", "/api/answers", "/api/undo", "/api/status"}
+    assert api.get("/docs").status_code == 200
+
+
+@pytest.mark.parametrize("body, status, says", [
+    ({"query_id": 99, "annotator": "alice", "label": "left"}, 404, "no query has id 99"),
+    ({"query_id": 2, "annotator": "alice", "label": "up"}, 422, "left"),
+    ({"query_id": 2, "annotator": "alice"}, 422, "label"),
+    ({"query_id": "two", "annotator": "alice", "label": "left"}, 422, "query_id"),
+    ({"query_id": 2, "annotator": "<script>", "label": "left"}, 422, "annotator"),
+    ({"query_id": 2, "annotator": "", "label": "left"}, 422, "annotator"),
+])
+def test_bad_answers_get_a_4xx_with_the_reason(api, body, status, says):
+    lease(api)
+    response = api.post("/api/answers", json=body)
+    assert response.status_code == status and says in json.dumps(response.json())
+
+
+def test_malformed_json_oversized_bodies_and_missing_names_are_refused(api):
+    bad = api.post("/api/answers", content=b"{not json", headers={"content-type": "application/json"})
+    assert bad.status_code == 422
+    huge = api.post("/api/answers", content=b"x" * 5000, headers={"content-type": "application/json"})
+    assert huge.status_code == 413 and "4096 bytes" in huge.json()["detail"]
+    assert api.get("/api/next").status_code == 422
+    assert api.get("/api/next", params={"annotator": "a" * 65}).status_code == 422
+
+
+def test_answers_need_a_live_lease_and_count_once(tmp_path):
+    publish(tmp_path, 2)
+    with TestClient(create_app(tmp_path, lease_s=0.2)) as api:
+        assert post(api, 1).status_code == 409  # never leased to alice
+        query = lease(api)["query_id"]
+        time.sleep(0.3)
+        expired = post(api, query)
+        assert expired.status_code == 409 and "no live lease" in expired.json()["detail"]
+        assert lease(api, "bob")["query_id"] == query  # the expired lease freed it
+        assert post(api, query, "bob").status_code == 200
+        again = post(api, query, "bob")
+        assert again.status_code == 409 and "already answered" in again.json()["detail"]
+        lease(api, "alice")
+        assert post(api, query, "alice").status_code == 409  # answered: it takes no more
+
+
+def test_a_leased_query_is_nobody_elses_and_never_twice_anyones(tmp_path):
+    publish(tmp_path, 1, wanted=2)
+    with TestClient(create_app(tmp_path)) as api:
+        assert lease(api, "alice")["query_id"] == 0
+        assert lease(api, "bob")["query_id"] == 0  # it wants two labels
+        assert lease(api, "carol") is None  # two live leases: carol waits
+        assert post(api, 0, "alice", "left").status_code == 200
+        assert lease(api, "alice") is None  # never twice to the same person
+        assert post(api, 0, "bob", "right").status_code == 200
+        status = api.get("/api/status").json()
+        assert status["answered"] == 1 and status["multi_labelled"] == 1 and status["agreement"] == 0.0
+    taken = QueryStore(RunFolder(tmp_path).queries_db).take(np.array([0]), round_=0)
+    assert taken.labels.tolist() == [0.5] and taken.annotators == ["alice,bob"]  # labels are averaged
+
+
+def test_undo_takes_back_the_last_answer_until_it_is_in_training(api, tmp_path):
+    assert api.post("/api/undo", json={"annotator": "alice"}).status_code == 409  # nothing yet
+    query = lease(api)["query_id"]
+    post(api, query, label="cant_tell")
+    undone = api.post("/api/undo", json={"annotator": "alice"})
+    assert undone.status_code == 200 and undone.json()["query_id"] == query
+    assert api.get("/api/status").json()["answers"] == 0
+    assert post(api, query, label="left").status_code == 200  # leased back: answered anew
+    QueryStore(RunFolder(tmp_path).queries_db).take(np.array([query]), round_=0)
+    late = api.post("/api/undo", json={"annotator": "alice"})
+    assert late.status_code == 409 and "in training" in late.json()["detail"]
+
+
+def test_the_label_convention(tmp_path):
+    store = publish(tmp_path, 4)
+    for choice in ("left", "right", "equal", "cant_tell"):
+        query = store.lease_next("alice", 60)
+        store.answer(query.id, "alice", choice)
+    taken = store.take(np.arange(4), round_=0)
+    labels = dict(zip(reversed(range(4)), taken.labels[::-1].tolist(), strict=True))
+    assert labels[3] == 1.0 and labels[2] == 0.0 and labels[1] == 0.5 and math.isnan(labels[0])
+
+
+def test_media_paths_cannot_leave_media(api):
+    for path in ("/media/../queries.sqlite", "/media/%2e%2e/queries.sqlite", "/media/..%2fqueries.sqlite"):
+        response = api.get(path)
+        assert response.status_code == 404 and b"SQLite" not in response.content
+
+
+def test_a_token_guards_every_request(tmp_path):
+    publish(tmp_path, 1)
+    with TestClient(create_app(tmp_path, token="s3cret")) as api:
+        assert api.get("/api/status").status_code == 401
+        assert api.get("/media/q0-left.mp4").status_code == 401
+        assert api.get("/api/status", headers={"x-rlhp-token": "wrong"}).status_code == 401
+        assert api.get("/api/status", headers={"x-rlhp-token": "s3cret"}).status_code == 200
+        assert api.get("/", params={"token": "s3cret"}).status_code == 200
+        assert api.get("/media/q0-left.mp4").status_code == 200  # the cookie the page got carries it
+
+
+def test_listening_beyond_loopback_needs_a_token(tmp_path):
+    with pytest.raises(ConfigError, match="token"):
+        serve(tmp_path, host="0.0.0.0", port=0, token=None)
+
+
+@pytest.mark.slow
+def test_50_annotators_post_2000_answers_to_a_live_server_and_none_is_lost_or_doubled(tmp_path):
+    store = publish(tmp_path, 2000)
+    server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        url = wait_for_url(tmp_path)
+        accepted, refused = Counter(), Counter()
+
+        def annotate(who: str) -> None:
+            with httpx.Client(base_url=url, timeout=60) as http:
+                while (query := http.get("/api/next", params={"annotator": who}).json()["query"]) is not None:
+                    response = http.post("/api/answers", json={"query_id": query["query_id"], "annotator": who,
+                                                               "label": "left"})
+                    (accepted if response.status_code == 200 else refused)[query["query_id"]] += 1
+
+        threads = [threading.Thread(target=annotate, args=(f"annotator-{i}",)) for i in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert not refused and sum(accepted.values()) == 2000 and set(accepted.values()) == {1}
+    answers = store.answers()
+    assert len(answers) == 2000 and len({a[0] for a in answers}) == 2000
+    assert store.status()["pending"] == 0 and len(store.status()["annotators"]) == 50
+
+
+def test_the_server_announces_its_url_and_cleans_up(tmp_path):
+    server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        url = wait_for_url(tmp_path)
+        assert httpx.get(url + "api/status").json()["pending"] == 0
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=10)
+    assert f"labelling page: {url}" in out
+    assert not RunFolder(tmp_path).annotate_json.exists()
+
+
+def test_a_public_address_gets_a_generated_token(tmp_path):
+    server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--host", "0.0.0.0", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = wait_for_url(tmp_path)
+        assert "?token=" in url
+        plain = url.split("?")[0].replace("0.0.0.0", "127.0.0.1")
+        assert httpx.get(plain + "api/status").status_code == 401
+        assert httpx.get(url.replace("0.0.0.0", "127.0.0.1")).status_code == 200
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def wait_for_url(run_dir: Path, timeout_s: float = 60) -> str:
+    path = RunFolder(run_dir).annotate_json
+    deadline = time.monotonic() + timeout_s
+    while not path.is_file():
+        assert time.monotonic() < deadline, "the server never announced its URL"
+        time.sleep(0.05)
+    return json.loads(path.read_text())["url"]

@@ -1,0 +1,86 @@
+"""The labelling page in a real browser: Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import BIN, random_pairs
+from playwright.sync_api import Page, sync_playwright
+from test_annotate import wait_for_url
+
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.feedback import HumanGatherer, WebQuerent
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOT = Path(__file__).parents[1] / "docs" / "img" / "labelling_page.png"
+
+
+def launch(playwright):
+    """Headless chromium that plays video without a user gesture first."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A run folder with four CartPole queries (real clips) and ``rlhp-annotate`` serving it."""
+    assert shutil.which("chromium"), "make test installs Debian's chromium (apt-get install chromium)"
+    querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path)
+    pairs = random_pairs(4, length=20, obs_dim=4)
+    pairs.obs *= 0.2  # near upright, so the pole is on screen
+    querent(pairs, 0)
+    server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        yield tmp_path, wait_for_url(tmp_path)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def playing_times(page: Page) -> list[float]:
+    return page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => v.currentTime)")
+
+
+def sent(page: Page, n: int) -> list[dict]:
+    page.wait_for_function(f"window.rlhp.sent.length >= {n}", timeout=10_000)
+    return page.evaluate("window.rlhp.sent")
+
+
+def test_the_page_plays_both_clips_takes_clicks_keys_and_undo_and_the_labels_reach_the_loop(served):
+    run_dir, url = served
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 560})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function("document.querySelectorAll('.frame video').length === 2")
+        page.wait_for_function("[...document.querySelectorAll('.frame video')].every((v) => v.currentTime > 0.1)",
+                               timeout=10_000)
+        before = playing_times(page)
+        page.wait_for_timeout(300)
+        after = playing_times(page)
+        assert all(b != a for b, a in zip(before, after, strict=True)), (before, after)  # both play
+        if os.environ.get("RLHP_SCREENSHOT"):
+            page.screenshot(path=str(SCREENSHOT))
+        page.get_by_role("button", name="◀ Left").click()
+        first = sent(page, 1)[0]
+        page.keyboard.press("ArrowRight")
+        second = sent(page, 2)[1]
+        page.keyboard.press("Backspace")  # undo the right answer: its query comes back
+        undone = sent(page, 3)[2]
+        assert undone == {"query_id": second["query_id"], "label": "undo"}
+        page.wait_for_function(f"window.rlhp.shown === {second['query_id']}")
+        page.keyboard.press("ArrowDown")  # can't tell
+        assert sent(page, 4)[3] == {"query_id": second["query_id"], "label": "cant_tell"}
+        assert page.locator("#labelled").inner_text() == "2" and page.evaluate("window.rlhp.errors") == []
+        browser.close()
+    assert first["label"] == "left"
+    answers = HumanGatherer(run_dir, serve=False, min_answered_frac=0.0)()
+    labels = dict(zip(answers.ids.tolist(), answers.labels.tolist(), strict=True))
+    assert labels[first["query_id"]] == 1.0 and np.isnan(labels[second["query_id"]])  # skipped: never trained on
+    assert answers.annotators == ["tester", "tester"]
