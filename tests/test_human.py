@@ -1,0 +1,127 @@
+"""Human labels: the gatherer's waiting and expiry, resumes that lose and double nothing, and
+``rlhp-train gatherer=human`` end to end with scripted annotators answering over HTTP."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import datasets
+import numpy as np
+import pytest
+from helpers import BIN, FAST, ScriptedAnnotator, run_cli
+from test_annotate import publish
+
+from rlhp.data import PreferenceDataset
+from rlhp.feedback import HumanGatherer
+from rlhp.runs import RunFolder
+from rlhp.runs.queries import QueryStore
+
+
+def answer(store, n, who="alice", choice="left"):
+    for _ in range(n):
+        query = store.lease_next(who, 60)
+        store.answer(query.id, who, choice)
+
+
+def test_the_first_round_waits_for_labels_and_later_ones_only_until_the_timeout(tmp_path):
+    store = publish(tmp_path, 4)
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5, timeout_s=0.3, poll_s=0.02)
+    threading.Timer(0.5, answer, (store, 2)).start()
+    start = time.monotonic()
+    first = gatherer()
+    assert time.monotonic() - start >= 0.5 and sorted(first.ids.tolist()) == [2, 3] and first.told.all()
+    start = time.monotonic()
+    later = gatherer()
+    assert 0.3 <= time.monotonic() - start < 2 and len(later) == 0  # gave up waiting after timeout_s
+    assert gatherer.metrics()["queries_pending"] == 2 and gatherer.num_pending() == 2
+
+
+def test_a_stop_request_ends_the_wait(tmp_path):
+    publish(tmp_path, 2)
+    gatherer = HumanGatherer(tmp_path, serve=False)
+    with gatherer.session(stop=lambda: True):
+        assert len(gatherer()) == 0  # would otherwise wait for ever for its first label
+
+
+def test_the_oldest_unanswered_queries_expire_beyond_max_pending(tmp_path):
+    store = publish(tmp_path, 5)
+    store.answer(store.lease_next("alice", 60).id, "alice", "left")  # the newest, 4, has an answer
+    gatherer = HumanGatherer(tmp_path, serve=False, max_pending=2)
+    gatherer.add(None, np.zeros(0))
+    assert store.status()["expired"] == 2  # 0 and 1: the oldest without an answer
+    assert store.lease_next("bob", 60).id == 3
+
+
+def test_a_resumed_gatherer_takes_again_what_it_took_after_its_checkpoint(tmp_path):
+    store = publish(tmp_path, 4)
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0)
+    answer(store, 1)
+    assert gatherer().ids.tolist() == [3]
+    checkpoint = copy.deepcopy(gatherer)  # what a checkpoint after round 0 holds
+    answer(store, 2)
+    assert gatherer().ids.tolist() == [1, 2]  # round 1 takes these, then the run is killed
+    resumed = checkpoint
+    assert resumed().ids.tolist() == [1, 2]  # round 1 again: taken again, not lost
+    assert len(resumed()) == 0  # and not twice
+
+
+def journal(run_dir):
+    labels = RunFolder(run_dir).labels_dir
+    return [PreferenceDataset.load(p) for p in sorted(labels.iterdir())]
+
+
+@pytest.mark.slow
+def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [str(BIN / "rlhp-train"), *FAST, "gatherer=human", "gatherer.port=0", "gatherer.timeout_s=1",
+               "total_comparisons=40", "num_iterations=4", f"hydra.run.dir={run_dir}"]
+    env = {**os.environ, "WANDB_MODE": "offline"}
+    with ScriptedAnnotator(run_dir, "first"):
+        trainer = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        checkpoints = RunFolder(run_dir).checkpoints_dir
+        while not (checkpoints / "iter_0001").is_dir():
+            assert trainer.poll() is None, trainer.stderr.read().decode()[-3000:]
+            time.sleep(0.05)
+        trainer.send_signal(signal.SIGKILL)
+        trainer.wait()
+    time.sleep(1)  # the server sees its trainer gone and ends
+    assert not RunFolder(run_dir).annotate_json.exists()
+    with ScriptedAnnotator(run_dir, "second"):
+        proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "resuming from" in proc.stderr + proc.stdout
+    final = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences")
+    taken = np.concatenate([d.ids for d in journal(run_dir)])
+    assert len(set(final.ids.tolist())) == len(final.ids) == len(taken)  # nothing counted twice
+    assert set(final.ids.tolist()) == set(taken.tolist())
+    answered = {a[0] for a in QueryStore(RunFolder(run_dir).queries_db).answers()}
+    # Every answer given is in training, except those that came after the last round took its labels.
+    assert set(taken.tolist()) <= answered and len(answered - set(taken.tolist())) <= 10
+
+
+@pytest.mark.slow
+def test_people_answering_over_http_teach_cartpole_while_the_agent_trains(tmp_path):
+    run_dir = tmp_path / "run"
+    annotators = [ScriptedAnnotator(run_dir, f"annotator-{i}") for i in range(3)]
+    for a in annotators:
+        a.__enter__()
+    try:
+        run_cli("rlhp-train", "env=cartpole", "gatherer=human", "gatherer.port=0", "logger=none",
+                f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    finally:
+        for a in annotators:
+            a.__exit__()
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert result["true_return_mean"] >= 475
+    rounds = RunFolder(run_dir).metrics()
+    # The agent trained on while queries waited for people: most rounds left some for later.
+    assert sum(r["queries_pending"] > 0 for r in rounds) >= len(rounds) // 2
+    assert rounds[-1]["timesteps"] >= 149_000
+    names = [n for p in RunFolder(run_dir).labels_dir.iterdir() for n in datasets.load_from_disk(str(p))["annotator"]]
+    assert set(",".join(names).split(",")) == {a.name for a in annotators}
