@@ -38,7 +38,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, token:
     run = RunFolder(run_dir)
     app = create_app(run.path, token=token, lease_s=lease_s)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # Naming TCP makes asyncio set TCP_NODELAY on each connection; without it a keep-alive request
+    # waits ~40 ms on Nagle's algorithm and delayed ACKs.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

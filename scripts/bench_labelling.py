@@ -1,0 +1,123 @@
+"""Labelling speed: time from an answer to the next pair visible and playing, in a real browser.
+
+Publishes CartPole queries with real clips into a scratch run folder, serves it with ``rlhp-annotate``
+and answers with the keyboard in headless chromium (Debian's, driven by Playwright), pausing as a
+person watching each pair would. The page records, per answer, the ms until both new clips fire
+``playing``. Target: p95 < 150 ms, so that a person can sustain >= 30 labels per minute.
+
+Also times the API alone (lease + answer round trips, one client) and the trainer's side (rendering
+and encoding a query's two clips).
+
+    python scripts/bench_labelling.py [--answers 120] [--watch-ms 400] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+from playwright.sync_api import sync_playwright
+
+from rlhp.data import FragmentPairs
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.feedback import WebQuerent
+from rlhp.runs import RunFolder
+
+KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"]
+
+
+def cartpole_pairs(n: int, length: int = 20, seed: int = 0) -> FragmentPairs:
+    """Fragments of a random CartPole policy (real states, so the clips show real motion)."""
+    env = GymEnv(FIXED_HORIZON_CARTPOLE).make_single()
+    rng = np.random.default_rng(seed)
+    obs = np.zeros((n, 2, length + 1, 4), np.float32)
+    acts = rng.integers(0, 2, (n, 2, length))
+    for i in range(n):
+        for side in range(2):
+            obs[i, side, 0], _ = env.reset(seed=int(rng.integers(1 << 30)))
+            for t in range(length):
+                obs[i, side, t + 1] = env.step(int(acts[i, side, t]))[0]
+    shape = (n, 2)
+    return FragmentPairs(obs=obs[:, :, :-1], acts=acts, next_obs=obs[:, :, 1:], dones=np.zeros((*shape, length), bool),
+                         rews=np.ones((*shape, length), np.float32), episode=np.full(shape, -1),
+                         start=np.zeros(shape, np.int64), quality=np.full(shape, np.nan))
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
+            "max": float(np.max(values))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=120)
+    parser.add_argument("--watch-ms", type=int, default=400, help="how long the 'person' watches each pair")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = RunFolder(tmp)
+        queries = args.answers + 40  # the API timing below uses the extra ones
+        querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp)
+        pairs = cartpole_pairs(queries)
+        start = time.perf_counter()
+        querent(pairs, 0)
+        per_query = (time.perf_counter() - start) / queries * 1000
+        results["clips (render + encode), ms per query"] = {"n": queries, "p50": per_query, "p95": per_query,
+                                                           "max": per_query}
+        server = subprocess.Popen([sys.executable, "-m", "rlhp.annotate", tmp, "--port", "0"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while not run.annotate_json.is_file():
+                time.sleep(0.05)
+            url = json.loads(run.annotate_json.read_text())["url"]
+            with httpx.Client(base_url=url) as http:
+                trips = []
+                for _ in range(40):
+                    t0 = time.perf_counter()
+                    query = http.get("/api/next", params={"annotator": "api"}).json()["query"]
+                    http.post("/api/answers", json={"query_id": query["query_id"], "annotator": "api",
+                                                    "label": "left"}).raise_for_status()
+                    trips.append((time.perf_counter() - t0) * 1000)
+            results["API lease + answer, ms"] = percentiles(trips)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
+                page = browser.new_page(viewport={"width": 1000, "height": 560})
+                page.goto(url + "?annotator=bench")
+                page.wait_for_function("window.rlhp.shown !== null")
+                begin = time.perf_counter()
+                for i in range(args.answers):
+                    page.wait_for_function(f"window.rlhp.timings.length >= {i}")
+                    page.wait_for_timeout(args.watch_ms)
+                    page.keyboard.press(KEYS[i % len(KEYS)])
+                page.wait_for_function(f"window.rlhp.sent.length >= {args.answers}")
+                minutes = (time.perf_counter() - begin) / 60
+                timings = page.evaluate("window.rlhp.timings")
+                errors = page.evaluate("window.rlhp.errors")
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(10)
+    results["answer -> next pair playing, ms"] = percentiles(timings)
+    if errors:
+        raise SystemExit(f"the page reported errors: {errors[:3]}")
+    if args.json:
+        print(json.dumps({**results, "labels_per_minute": args.answers / minutes}, indent=1))
+        return
+    print(f"{'measure':<40} {'n':>5} {'p50':>8} {'p95':>8} {'max':>8}")
+    for name, r in results.items():
+        print(f"{name:<40} {r['n']:>5} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['max']:>8.1f}")
+    print(f"\n{args.answers} answers in {minutes * 60:.1f} s with {args.watch_ms} ms of watching each: "
+          f"{args.answers / minutes:.0f} labels/min (target p95 < 150 ms, >= 30 labels/min)")
+
+
+if __name__ == "__main__":
+    main()
