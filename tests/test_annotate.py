@@ -10,15 +10,19 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import datasets
 import httpx
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from helpers import BIN, random_pairs
+from test_hub import RecordingApi
 
 from rlhp.annotate.app import create_app
+from rlhp.annotate.export import export_labels
 from rlhp.annotate.server import serve
-from rlhp.errors import ConfigError
+from rlhp.data import PreferenceDataset
+from rlhp.errors import ConfigError, DataError
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryStore
 
@@ -229,3 +233,25 @@ def wait_for_url(run_dir: Path, timeout_s: float = 60) -> str:
         assert time.monotonic() < deadline, "the server never announced its URL"
         time.sleep(0.05)
     return json.loads(path.read_text())["url"]
+
+
+def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    for round_, people in ((0, ["alice", "alice,bob"]), (1, ["bob"])):
+        labels = np.array([1.0, np.nan] if round_ == 0 else [0.5], np.float32)
+        batch = PreferenceDataset()
+        batch.push(random_pairs(len(labels), 3), labels, np.arange(len(labels)) + 10 * round_)
+        batch.save(run.labels_dir / f"round_{round_:04d}", annotator=people, answered_at=np.ones(len(labels)),
+                   skipped=np.isnan(labels))
+    where = export_labels(run.path, str(tmp_path / "out"))
+    ds = datasets.load_dataset(where, split="train")  # the card names the Parquet files
+    assert ds["round"] == [0, 0, 1] and ds["annotator"] == ["alice", "alice,bob", "bob"]
+    assert ds["skipped"] == [False, True, False] and ds["id"] == [0, 1, 10]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "alice (2), bob (2)" in card and "| labelled pairs | 2 |" in card
+    api = RecordingApi()
+    assert export_labels(run.path, "my-lab/cartpole-labels", api=api) == \
+        "https://huggingface.co/datasets/my-lab/cartpole-labels"
+    assert api.calls[1][2]["folder_path"] == str(run.path / "hub-labels")
+    with pytest.raises(DataError, match="holds no labels"):
+        export_labels(tmp_path / "empty", str(tmp_path / "nowhere"))

@@ -8,6 +8,7 @@ import secrets
 import sys
 
 from rlhp.annotate import LOOPBACK
+from rlhp.annotate.export import export_labels
 from rlhp.annotate.server import serve
 from rlhp.errors import RlhpError
 
@@ -25,15 +26,22 @@ def main(argv: list[str] | None = None) -> None:
                         help="access token (default $RLHP_TOKEN; generated when listening beyond loopback)")
     parser.add_argument("--lease-s", type=float, default=120.0,
                         help="seconds a query handed to a person stays theirs (default 120)")
+    parser.add_argument("--export", metavar="DEST", default=None,
+                        help="instead of serving, write the run's labels (Parquet + card) to folder DEST, or "
+                        "push them to Hub dataset repo DEST (owner/name)")
+    parser.add_argument("--private", action="store_true", help="with --export to the Hub: a private repo")
     parser.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not os.path.isdir(args.run):
         parser.error(f"no run folder at {args.run!r}")
     token = args.token or (None if args.host in LOOPBACK else secrets.token_urlsafe(16))
     try:
+        if args.export:
+            print(f"labels written to {export_labels(args.run, args.export, args.private)}")
+            return
         serve(args.run, args.host, args.port, token, args.lease_s, args.parent)
     except RlhpError as err:
-        print(f"rlhp-annotate: {err}", file=sys.stderr)
+        print(f"rlhp-annotate: {err.kind}: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

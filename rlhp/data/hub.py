@@ -26,6 +26,8 @@ from rlhp.errors import ConfigError, DataError, NetworkError
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 PREVIEW = "preview.mp4"
+HUB_CONFIGS = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}]
+"""The card's data section: the staged Parquet files are the train split."""
 
 
 def is_repo_id(text: str) -> bool:
@@ -48,7 +50,7 @@ def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | 
         "tags": ["rlhp", "reinforcement-learning", "demonstrations", env_id.replace("/", "-"),
                  *([policy["algorithm"].lower()] if "algorithm" in policy else [])],
         "size_categories": ["n<1K" if stats["episodes"] < 1000 else "1K<n<10K"],
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}],
+        "configs": HUB_CONFIGS,
         "rlhp": meta,
     }
     name = repo_id or "<repo id>"
@@ -100,6 +102,31 @@ def trajectories_card(meta: dict[str, Any]) -> DatasetCard:
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body)
 
 
+def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard:
+    """A card for people's preference labels: who labelled how much, and how to read them."""
+    header = {"license": "mit", "task_categories": ["reinforcement-learning"],
+              "tags": ["rlhp", "reinforcement-learning", "human-preferences", "rlhf",
+                       meta.get("env_id", "unknown").replace("/", "-")],
+              "configs": HUB_CONFIGS,
+              "rlhp": meta}
+    people = meta.get("annotators", {})
+    body = [
+        f"# Human preferences: {meta.get('env_id', 'unknown env')}", "",
+        "Pairs of trajectory fragments and which one people preferred, labelled in rlhp's web page while "
+        "`rlhp-train ... gatherer=human` trained an agent on them.", "",
+        "| | |", "|---|---|", f"| labelled pairs | {meta.get('pairs', '?')} |",
+        f"| skipped (\"can't tell\") | {meta.get('skipped', '?')} |",
+        f"| annotators | {', '.join(f'{k} ({v})' for k, v in people.items()) or '?'} |", "",
+        "Columns: `label`, the probability that the **first** (left) fragment is better (1 left, 0 right, "
+        "0.5 equal; the mean when several people answered; NaN and `skipped` for \"can't tell\"), "
+        "`annotator` (comma-separated), `answered_at` (Unix seconds), `round`, `id` (the query), and each "
+        "fragment pair's `obs`, `acts`, `next_obs`, `dones`, `rews` (true rewards), `episode`, `start`.", "",
+        "```python", "import datasets",
+        f'ds = datasets.load_dataset("{repo_id or "<repo id>"}", split="train")', "```", "",
+    ]
+    return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
+
+
 def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, video: str | Path | None) -> Path:
     """Write the repo's files into ``folder``: Parquet data, the card and the preview video."""
     folder = Path(folder)
@@ -112,7 +139,8 @@ def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, v
     return folder
 
 
-def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: HfApi | None = None) -> str:
+def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: HfApi | None = None,
+                message: str = "Upload demonstrations with rlhp-collect") -> str:
     """Create the *dataset* repo if needed and upload a staged folder in one commit; return its URL."""
     if not is_repo_id(repo_id):
         raise ConfigError("push_to_hub.repo_id", f"{repo_id!r} is not a repo id like 'my-org/cartpole-expert'")
@@ -120,7 +148,7 @@ def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, api: Hf
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                          commit_message="Upload demonstrations with rlhp-collect")
+                          commit_message=message)
     except (HfHubHTTPError, OfflineModeIsEnabled, OSError, ValueError) as err:
         raise NetworkError(f"upload of {str(folder)!r} to dataset repo {repo_id!r} failed "
                            f"({type(err).__name__}: {err}). The files are kept there; log in "

@@ -1,0 +1,41 @@
+"""A run's human labels as one dataset: Parquet and a card in a folder, or in a Hub dataset repo."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import datasets
+from huggingface_hub import HfApi
+
+from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
+from rlhp.errors import DataError
+from rlhp.runs import RunFolder
+
+
+def labels_dataset(run: RunFolder) -> datasets.Dataset:
+    """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
+    rounds = sorted(p for p in run.labels_dir.glob("round_*") if p.is_dir()) if run.labels_dir.is_dir() else []
+    if not rounds:
+        raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
+    parts = [datasets.load_from_disk(str(p)) for p in rounds]
+    parts = [ds.add_column("round", [int(p.name[6:])] * len(ds)) for p, ds in zip(rounds, parts, strict=True)]
+    return datasets.concatenate_datasets(parts)
+
+
+def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: HfApi | None = None) -> str:
+    """Write the labels to folder ``dest``, or push them to dataset repo ``dest`` (``owner/name``);
+    return where they went."""
+    run = RunFolder(run_dir)
+    ds = labels_dataset(run)
+    names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \
+        else Counter()
+    env_id = run.config().env.id if run.config_yaml.is_file() else "unknown env"
+    skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
+    meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names)}
+    repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
+    folder = run.path / "hub-labels" if repo else Path(dest)
+    stage_for_hub(ds, folder, labels_card(meta, repo), None)
+    if repo is None:
+        return str(folder)
+    return push_to_hub(folder, repo, private, api, message="Upload human preference labels with rlhp-annotate")
