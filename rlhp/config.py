@@ -131,6 +131,10 @@ def validate_train(cfg: DictConfig) -> None:
     if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
         raise ConfigError("trajectories.path", "is required with trajectories=dataset or demos: a dataset "
                           "folder, e.g. a run's trajectories/ or rlhp-collect's dataset/")
+    # People see only what a web querent publishes; any other would leave them nothing to label.
+    if cfg.gatherer.get("_target_") == "rlhp.feedback.HumanGatherer":
+        _require(cfg, "querent", cfg.querent.get("_target_") == "rlhp.feedback.WebQuerent",
+                 "must be web with gatherer=human (it publishes the clips people label); drop the querent override")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty

@@ -16,6 +16,7 @@ from rlhp.loop import PreferenceComparisons
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
 from rlhp.run import build_loop
+from rlhp.runs import RunFolder
 
 CONF = Path(rlhp.conf.__file__).parent
 COLLECT_ONLY = {"expert"}
@@ -55,7 +56,7 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     debug = [] if group == "debug" else ["debug=fast"]
     cfg = composed("train", [f"{group}={option}", *debug, *extra], tmp_path)
     assert cfg.hydra.runtime.choices[group] == option
-    loop = build_loop(cfg)
+    loop = build_loop(cfg, RunFolder(tmp_path))
     assert isinstance(loop, PreferenceComparisons)
     assert (loop.source.agent is None) == (option == "dataset")  # demos train an agent on the learned reward
     built = {"trajectories": loop.source, "fragmenter": loop.fragmenter, "querent": loop.querent,
@@ -124,11 +125,16 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["keep_checkpoints=0"], "`keep_checkpoints` must be at least 1, got 0"),
     (["reward_trainer.epochs=-2"], "`reward_trainer.epochs` must be at least 1, got -2"),
     (["device=tpu"], "`device` must be cpu, cuda, cuda:<n> or auto, got 'tpu'"),
+    (["gatherer=human", "querent=ids"], "`querent` must be web with gatherer=human"),
+    (["gatherer=human", "gatherer.timeout_s=0"], "`gatherer.timeout_s` must be positive, got 0"),
+    (["gatherer=human", "querent.labels_per_query=0"], "`querent.labels_per_query` must be at least 1, got 0"),
+    (["gatherer=human", "env=gym", "env.id=FrozenLake-v1"],
+     "`env.id` FrozenLake-v1's observations do not give its whole state"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides], tmp_path)
     with pytest.raises(ConfigError) as err:
-        build_loop(cfg)
+        build_loop(cfg, RunFolder(tmp_path))
     assert str(err.value) == f"config key {message}" or str(err.value).startswith(f"config key {message}")
 
 
