@@ -255,3 +255,7 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
     assert api.calls[1][2]["folder_path"] == str(run.path / "hub-labels")
     with pytest.raises(DataError, match="holds no labels"):
         export_labels(tmp_path / "empty", str(tmp_path / "nowhere"))
+
+
+def test_an_id_beyond_sqlite_integers_is_a_422_not_a_500(api):
+    assert post(api, 2**70).status_code == 422

@@ -12,6 +12,7 @@ import threading
 import time
 
 import datasets
+import httpx
 import numpy as np
 import pytest
 from helpers import BIN, FAST, ScriptedAnnotator, run_cli
@@ -125,3 +126,15 @@ def test_people_answering_over_http_teach_cartpole_while_the_agent_trains(tmp_pa
     assert rounds[-1]["timesteps"] >= 149_000
     names = [n for p in RunFolder(run_dir).labels_dir.iterdir() for n in datasets.load_from_disk(str(p))["annotator"]]
     assert set(",".join(names).split(",")) == {a.name for a in annotators}
+
+
+def test_a_server_that_dies_is_started_again(tmp_path):
+    publish(tmp_path, 1)
+    gatherer = HumanGatherer(tmp_path, port=0, min_answered_frac=0.0)
+    with gatherer.session(stop=lambda: True):
+        first = gatherer.url
+        os.kill(json.loads(RunFolder(tmp_path).annotate_json.read_text())["pid"], signal.SIGKILL)
+        time.sleep(0.5)
+        gatherer()
+        assert gatherer.url != first and httpx.get(gatherer.url + "api/status").json()["pending"] == 1
+    assert not RunFolder(tmp_path).annotate_json.exists()

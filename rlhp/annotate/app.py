@@ -48,7 +48,7 @@ class NextQuery(BaseModel):
 class AnswerIn(BaseModel):
     """One answer: is the left clip better, the right one, are they equal, or can't the person tell?"""
 
-    query_id: int
+    query_id: Annotated[int, Field(ge=0, lt=2**63)]  # SQLite's integers
     annotator: Annotator
     label: Choice
 

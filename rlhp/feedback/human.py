@@ -71,6 +71,7 @@ class HumanGatherer(PreferenceGatherer):
         self.rounds = 0
         self.received = 0
         self.url: str | None = None
+        self._server: AnnotationProcess | None = None
         self._stop: Callable[[], bool] = lambda: False
         self._last: dict[str, float] = {}
 
@@ -82,6 +83,10 @@ class HumanGatherer(PreferenceGatherer):
 
     def __call__(self) -> Answers:
         """Wait as configured, then take every answered query."""
+        if self._server is not None and not self._server.alive():
+            log.warning("the annotation server ended (see annotate.log); starting it again", extra=CONSOLE)
+            self.url = self._server.start()
+            log.info("label the queries at %s", self.url, extra=CONSOLE)
         # Labels taken in rounds after the checkpoint a resumed run starts from are taken again.
         self.store.untake(self.rounds)
         ids, pairs = self.store.open_queries()
@@ -133,14 +138,14 @@ class HumanGatherer(PreferenceGatherer):
         if not self.serve:
             yield
             return
-        server = AnnotationProcess(self.run, self.host, self.port, self.token, self.lease_s)
+        self._server = AnnotationProcess(self.run, self.host, self.port, self.token, self.lease_s)
         try:
-            self.url = server.start()
+            self.url = self._server.start()
             log.info("label the queries at %s", self.url, extra=CONSOLE)
             yield
         finally:
-            server.stop()
-            self.url = None
+            self._server.stop()
+            self._server, self.url = None, None
 
     def state_dict(self) -> dict[str, Any]:
         """Rounds gathered and labels received (the queries themselves live in ``queries.sqlite``)."""
@@ -152,7 +157,7 @@ class HumanGatherer(PreferenceGatherer):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_stop=None, url=None)  # the stop request and the server belong to one process's session
+        state.update(_stop=None, url=None, _server=None)  # they belong to one process's session
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -188,6 +193,10 @@ class AnnotationProcess:
             time.sleep(0.05)
         self.stop()
         raise NetworkError(f"the annotation server did not listen within {timeout_s:g} s (see {log_path})")
+
+    def alive(self) -> bool:
+        """Whether the server process runs."""
+        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
         """Stop the server (it has nothing to save: every answer is already in the store)."""
