@@ -89,6 +89,14 @@ def train_main(cfg: DictConfig) -> float:
     return _run("rlhp-train", train, cfg)
 
 
+@hydra.main(version_base="1.3", config_path="conf", config_name="bc")
+def bc_main(cfg: DictConfig) -> float:
+    """``rlhp-bc``: behavioural cloning alone, as configured in ``rlhp/conf/bc.yaml``."""
+    from rlhp.demos.bc import clone
+
+    return _run("rlhp-bc", clone, cfg)["bc_true_return_mean"]
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="collect")
 def collect_main(cfg: DictConfig) -> float:
     """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""

@@ -3,7 +3,6 @@ loop, writes the run folder."""
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
@@ -21,6 +20,7 @@ from rlhp.callbacks import Checkpointer, LabelJournal, MetricsWriter, ProgressBa
 from rlhp.checkpoints import latest_loadable
 from rlhp.config import build, validate_train
 from rlhp.data import PreferenceDataset
+from rlhp.demos.bc import clone_and_evaluate
 from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.evaluation import policy_return, reward_correlation
 from rlhp.loggers import RunIdentity
@@ -28,7 +28,7 @@ from rlhp.logs import CONSOLE
 from rlhp.loop import PreferenceComparisons
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
-from rlhp.runs import MetricsCSV, RunFolder
+from rlhp.runs import MetricsCSV, RunFolder, write_json
 from rlhp.schedules import comparison_schedule
 from rlhp.stops import StopRequest
 
@@ -118,12 +118,7 @@ def pretrain(loop: PreferenceComparisons, cfg: DictConfig, run: RunFolder) -> No
     agent = loop.source.agent
     if agent is None:
         raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
-    result = build(cfg.pretrain)(agent.algorithm, cfg.seed)
-    result.update({f"bc_{k}": v for k, v in policy_return(agent.algorithm, build(cfg.env), cfg.evaluation.episodes,
-                                                          cfg.seed + 40_000).items()})
-    write_json(run.path / "pretrain.json", result)
-    log.info("behavioural cloning: loss %.4f, true return %.1f ± %.1f (pretrain.json)", result["bc_loss"],
-             result["bc_true_return_mean"], result["bc_true_return_std"], extra=CONSOLE)
+    write_json(run.path / "pretrain.json", clone_and_evaluate(cfg, agent.algorithm))
 
 
 def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
@@ -247,20 +242,6 @@ def _train(run: RunFolder, loop: PreferenceComparisons, cfg: DictConfig, overrid
 def _spaces(loop: PreferenceComparisons) -> tuple:
     net = loop.reward_trainer.net
     return net.observation_space, net.action_space
-
-
-def write_json(path: Path, values: dict[str, Any]) -> None:
-    """Strict JSON (NaN and infinities become null), written to a temporary file and renamed."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return value
-
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(clean(values), indent=2, allow_nan=False))
-    tmp.replace(path)
 
 
 def _headline(result: dict[str, Any]) -> str:

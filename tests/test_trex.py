@@ -110,6 +110,14 @@ def test_trex_and_behavioural_cloning_run_from_a_ranked_collection(tmp_path):
     refused = run_cli("rlhp-train", *FAST, "agent=dqn", "pretrain=bc", f"pretrain.path={demos / 'dataset'}",
                       f"hydra.run.dir={tmp_path / 'dqn'}", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "behavioural cloning needs an actor-critic agent" in refused.stderr
+    alone = tmp_path / "bc-alone"
+    proc = run_cli("rlhp-bc", f"pretrain.path={demos / 'dataset'}", "pretrain.epochs=2", "evaluation.episodes=2",
+                   f"hydra.run.dir={alone}", cwd=tmp_path)
+    result = json.loads((alone / "eval.json").read_text())
+    assert result["bc_transitions"] == 12 * 500 and result["bc_episodes"] == 2 and (alone / "agent.zip").is_file()
+    assert PPO.load(alone / "agent.zip").policy is not None and "true return" in proc.stdout
+    missing = run_cli("rlhp-bc", f"hydra.run.dir={tmp_path / 'none'}", cwd=tmp_path, check=False)
+    assert missing.returncode == 2 and "`pretrain.path` is required" in missing.stderr
 
 
 def test_behavioural_cloning_raises_the_likelihood_of_the_demonstrated_actions(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,17 @@ class RunFolder:
     def evaluation(self) -> dict[str, Any]:
         """``eval.json``."""
         return json.loads(self.eval_json.read_text())
+
+
+def write_json(path: Path, values: dict[str, Any]) -> None:
+    """Strict JSON (NaN and infinities become null), written to a temporary file and renamed."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(clean(values), indent=2, allow_nan=False))
+    tmp.replace(path)
