@@ -20,6 +20,7 @@ from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlhp.data.hub import is_repo_id
@@ -124,6 +125,7 @@ class TrainedExpert:
         if early:
             (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
         model = self.algorithm(env=self.env.make(seed), seed=seed)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # not an empty /tmp/SB3-<time> folder
         log.info("training %s on %s for %d steps", type(model).__name__, self.env.id, self.total_timesteps)
         progress = _SnapshotsAt(early, folder / "checkpoints", stop)
         model.learn(self.total_timesteps, callback=progress, progress_bar=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
@@ -46,6 +47,8 @@ class AgentTrainer(TrajectorySource, Agent):
         except AssertionError as err:  # SB3 asserts the spaces it supports
             raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
                               f"supports {self.venv.action_space} actions") from None
+        # SB3's default logger makes an empty /tmp/SB3-<time> folder on every learn() call; rlhp logs itself.
+        self.algorithm.set_logger(Logger(folder=None, output_formats=[]))
         # Sampling uses its own envs so that it never cuts the agent's training episodes short.
         self.sample_venv = env.make(seed + 10_000)
         self.sample_venv.action_space.seed(seed)
