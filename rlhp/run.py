@@ -50,8 +50,12 @@ def build_loop(cfg: DictConfig, run: RunFolder | None = None) -> PreferenceCompa
     reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
                        action_space=probe.action_space).to(resolve_device(cfg.device))
     probe.close()
+    true_reward = cfg.feedback.true_reward
     source = build(cfg.trajectories, algorithm=build(cfg.agent), env=env,
-                   reward_net=reward_net, seed=cfg.seed, rng=rng)
+                   reward_net=None if true_reward else reward_net, seed=cfg.seed, rng=rng)
+    if true_reward and source.agent is None:
+        raise ConfigError("feedback", f"is true_reward, which trains an agent on the env's reward, but trajectories="
+                          f"{HydraConfig.get().runtime.choices.get('trajectories')} trains none")
     if source.agent is None and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but trajectories="
                           f"{HydraConfig.get().runtime.choices.get('trajectories')} trains no agent to return "
@@ -66,8 +70,9 @@ def build_loop(cfg: DictConfig, run: RunFolder | None = None) -> PreferenceCompa
         gatherer=build(cfg.gatherer, **context),
         dataset=PreferenceDataset(cfg.max_dataset_size),
         reward_trainer=build(cfg.reward_trainer, **context),
-        comparisons=comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac,
-                                        cfg.num_iterations, build(cfg.query_schedule)),
+        # The true-reward ceiling queries nothing: every round only trains the agent.
+        comparisons=[0] * (cfg.num_iterations + 1) if true_reward else comparison_schedule(
+            cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations, build(cfg.query_schedule)),
         total_timesteps=cfg.total_timesteps,
         fragment_length=cfg.fragment_length,
         rng=rng,
@@ -88,12 +93,15 @@ def optimized_metric(cfg: DictConfig, trains_agent: bool) -> str:
 
 
 def evaluate(loop: PreferenceComparisons, cfg: DictConfig) -> dict[str, Any]:
-    """The final policy's true return and the learned reward's correlation on fresh transitions."""
+    """The final policy's true return and the learned reward's correlation on fresh transitions (none for
+    the true-reward ceiling, which learns no reward)."""
     result: dict[str, Any] = {}
     env = build(cfg.env)
     agent = loop.source.agent
     if agent is not None:
         result.update(policy_return(agent.algorithm, env, cfg.evaluation.episodes, cfg.seed + 20_000))
+    if cfg.feedback.true_reward:
+        return result
     # Held out: the source's unseen episodes and a random policy's, so true rewards vary.
     venv = env.make(cfg.seed + 30_000)
     venv.action_space.seed(cfg.seed)
@@ -181,6 +189,9 @@ def identity(run: RunFolder) -> RunIdentity:
 
 def _describe(cfg: DictConfig) -> str:
     choices = HydraConfig.get().runtime.choices
+    if cfg.feedback.true_reward:
+        return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
+                f"{cfg.total_timesteps:,} timesteps, {cfg.num_iterations + 1} rounds")
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
             f"{cfg.total_timesteps:,} timesteps, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
             "iterations")
@@ -249,6 +260,7 @@ def _headline(result: dict[str, Any]) -> str:
     if "true_return_mean" in result:
         parts.append(f"true return {result['true_return_mean']:.1f} ± {result['true_return_std']:.1f} over "
                      f"{result['episodes']} episodes")
-    corr = result["reward_correlation"]
-    parts.append(f"reward correlation {'n/a' if corr is None else f'{corr:.3f}'}")
+    if "reward_correlation" in result:
+        corr = result["reward_correlation"]
+        parts.append(f"reward correlation {'n/a' if corr is None else f'{corr:.3f}'}")
     return ", ".join(parts)

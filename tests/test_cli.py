@@ -223,3 +223,14 @@ def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tm
     _, proc = train("env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={tmp_path / 'imit'}",
                     name="bad", check=False)
     assert proc.returncode == 3 and "has observation of shape (4,) per step, but env 'Pendulum-v1'" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train):
+    run_dir, proc = train("feedback=true_reward")
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert result["optimized_metric"]["name"] == "true_return_mean" and "reward_correlation" not in result
+    assert "on the true reward (the ceiling)" in proc.stdout
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    assert {r["comparisons"] for r in rows} == {"0"} and int(rows[-1]["timesteps"]) >= 2048
+    assert not (run_dir / "labels").exists() and not (run_dir / "trajectories").exists()

@@ -29,7 +29,7 @@ class AgentTrainer(TrajectorySource, Agent):
     Args:
         algorithm: builds the SB3 algorithm from ``env`` and ``seed`` (a partial from config).
         env: the environment factory.
-        reward_net: the learned reward given to the agent.
+        reward_net: the learned reward given to the agent (None: the env's true reward, for the ceiling).
         seed: seeds the training env, the sampling env and the algorithm.
         rng: random generator for exploration.
         exploration_frac: share of sampled steps that come from the exploration policy.
@@ -37,7 +37,7 @@ class AgentTrainer(TrajectorySource, Agent):
         random_prob: when it re-chooses, the chance of acting uniformly at random.
     """
 
-    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet, seed: int,
+    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet | None, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
                  random_prob: float = 0.5) -> None:
         self.recorder = TrajectoryRecorder(env.n_envs)
@@ -85,7 +85,7 @@ class AgentTrainer(TrajectorySource, Agent):
         batched pass (stale rewards there are the known failure of naive integrations); on-policy
         agents keep no rewards between updates."""
         algo = self.algorithm
-        if not isinstance(algo, OffPolicyAlgorithm) or algo.replay_buffer is None:
+        if not isinstance(algo, OffPolicyAlgorithm) or algo.replay_buffer is None or self.venv.reward_net is None:
             return
         buffer = algo.replay_buffer
         n = buffer.buffer_size if buffer.full else buffer.pos

@@ -14,14 +14,15 @@ from rlhp.rollout import next_observations, terminations
 
 
 class RewardVecEnvWrapper(VecEnvWrapper):
-    """Replaces the env's reward by the reward net's and records the true-reward episodes.
+    """Replaces the env's reward by the reward net's (none: keeps the true reward, the ceiling's
+    baseline) and records the true-reward episodes.
 
     The net scores (obs, action, next obs, terminated) of each step, where next obs is the
     episode's last observation (not the reset one) and a time-limit truncation is not a
     termination; the recorder keeps the env's own rewards.
     """
 
-    def __init__(self, venv: VecEnv, reward_net: RewardNet, recorder: TrajectoryRecorder) -> None:
+    def __init__(self, venv: VecEnv, reward_net: RewardNet | None, recorder: TrajectoryRecorder) -> None:
         super().__init__(venv)
         self.reward_net, self.recorder = reward_net, recorder
         self._obs: np.ndarray | None = None
@@ -50,7 +51,8 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         """Step, then hand the agent the learned reward instead of the true one."""
         obs, true_rews, dones, infos = self.venv.step_wait()
         next_obs = next_observations(obs, dones, infos)
-        rews = self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
+        rews = true_rews if self.reward_net is None else \
+            self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
         self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos
