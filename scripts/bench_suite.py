@@ -1,0 +1,115 @@
+"""The benchmark: rlhp against the true-reward ceiling over seeds, and return per label budget.
+
+For each experiment (``conf/experiment/<name>.yaml``) it runs three sweeps with ``rlhp-train -m``
+(joblib, ``--jobs`` at a time), each into its own folder under ``--root``, and reuses a sweep whose
+runs have all finished:
+
+- ``main``: the experiment over ``--seeds`` seeds;
+- ``ceiling``: the same with ``feedback=true_reward`` (the same agent on the env's own reward);
+- ``labels``: ``total_comparisons`` in ``--labels``, over ``--label-seeds`` seeds.
+
+It then reads the run folders (never the training code) and writes a Markdown table of final true
+returns (mean and 95% Student-t interval), the ceiling, labels, timesteps, wall time and its ratio to
+the ceiling's, and a label-efficiency table, each with the command that made it.
+
+    python scripts/bench_suite.py --experiments cartpole pendulum --seeds 10 --out docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rlhp.report.runs import Run, find_runs
+from rlhp.report.stats import mean_ci
+
+BIN = Path(sys.executable).parent
+TARGETS = {"cartpole": 475.0, "pendulum": -200.0}
+"""A run counts as solved at or above this final true return."""
+
+
+def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
+    """The finished runs of ``rlhp-train -m <overrides>`` in ``folder``, running it unless all finished."""
+    runs = find_runs(folder) if folder.is_dir() else []
+    expected = np.prod([len(o.split("=", 1)[1].split(",")) for o in overrides if "," in o])
+    if len(runs) < expected or any(r.status != "finished" for r in runs):
+        command = [str(BIN / "rlhp-train"), "-m", *overrides, "logger=none", "hydra/launcher=joblib",
+                   f"hydra.launcher.n_jobs={jobs}", f"hydra.sweep.dir={folder}"]
+        print(f"$ {' '.join(command)}", flush=True)
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        print(f"  {time.perf_counter() - start:.0f} s", flush=True)
+        runs = find_runs(folder)
+    return [r for r in runs if r.status == "finished"]
+
+
+def final(runs: list[Run], key: str = "true_return_mean") -> np.ndarray:
+    return np.array([r.evaluation[key] for r in runs], dtype=float)
+
+
+def wall(runs: list[Run]) -> np.ndarray:
+    return np.array([r.rows[-1]["wall_s"] for r in runs], dtype=float)
+
+
+def cell(values: np.ndarray, digits: int = 1) -> str:
+    mean, half = mean_ci(values)
+    return f"{mean:.{digits}f} ± {half:.{digits}f}" if np.isfinite(half) else f"{mean:.{digits}f}"
+
+
+def seeds(n: int) -> str:
+    return "seed=" + ",".join(map(str, range(n)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", nargs="+", default=["cartpole", "pendulum"])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--labels", nargs="+", type=int, default=[25, 50, 100, 200, 500])
+    parser.add_argument("--label-seeds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once")
+    parser.add_argument("--root", type=Path, default=Path("outputs/bench"))
+    parser.add_argument("--out", type=Path, default=None, help="write the tables here (else print them)")
+    args = parser.parse_args()
+    main_rows, label_rows = [], []
+    for name in args.experiments:
+        base = [f"experiment={name}"]
+        runs = sweep(args.root / name / "main", [*base, seeds(args.seeds)], args.jobs)
+        ceiling = sweep(args.root / name / "ceiling", [*base, "feedback=true_reward", seeds(args.seeds)], args.jobs)
+        rows = runs[0].rows[-1]
+        returns = final(runs)
+        main_rows.append(
+            f"| {name} | {cell(returns)} | {int((returns >= TARGETS.get(name, -np.inf)).sum())}/{len(returns)} "
+            f"(≥ {TARGETS.get(name, '-')}) | {cell(final(ceiling))} | {int(rows['comparisons'])} | "
+            f"{int(rows['timesteps']):,} | "
+            f"{cell(wall(runs), 0)} | {np.mean(wall(runs)) / np.mean(wall(ceiling)):.2f}x | "
+            f"`rlhp-train -m experiment={name} {seeds(args.seeds)}` (ceiling: `feedback=true_reward`) |")
+        budgets = ",".join(map(str, args.labels))
+        by_budget = sweep(args.root / name / "labels", [*base, f"total_comparisons={budgets}",
+                                                      seeds(args.label_seeds)], args.jobs)
+        cells = [cell(final([r for r in by_budget if r.overrides["total_comparisons"] == str(n)]))
+                 for n in args.labels]
+        label_rows.append(f"| {name} | {' | '.join(cells)} | `rlhp-train -m experiment={name} "
+                          f"total_comparisons={budgets} {seeds(args.label_seeds)}` |")
+    text = "\n".join([
+        f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
+        "on the env's own reward (`feedback=true_reward`); wall time is the training loop's (`wall_s`), and "
+        "its ratio is to the ceiling's.", "",
+        "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling | command |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows, "",
+        f"Label efficiency: final true return, mean ± 95% CI over {args.label_seeds} seeds, by label budget.", "",
+        f"| experiment | {' | '.join(f'{n} labels' for n in args.labels)} | command |",
+        f"|---|{'---:|' * len(args.labels)}---|", *label_rows, ""])
+    if args.out is None:
+        print(text)
+    else:
+        args.out.write_text(text)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
