@@ -10,6 +10,7 @@ from stable_baselines3 import DQN, PPO, SAC
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.exploration import StateEntropyReward
 from rlhp.policies import random_policy
 from rlhp.rewards import RewardNet
 from rlhp.rollout import rollout
@@ -120,3 +121,34 @@ def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_rewar
             want = net.agent_reward(obs, act[None], next_obs, np.array([terminated]), update_stats=False)[0]
             assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-6)
     assert not np.allclose(stale, buffer.rewards[:n])
+
+
+def test_state_entropy_pays_for_the_unvisited_and_forgets_the_oldest():
+    reward = StateEntropyReward(k=2, capacity=8)
+    crowd = np.zeros((6, 3), np.float32) + np.random.default_rng(0).normal(scale=0.01, size=(6, 3)).astype(np.float32)
+    reward(crowd)
+    near, far = reward(np.array([[0.0, 0.0, 0.01], [5.0, 5.0, 5.0]], np.float32))
+    assert far > near + 1 and near < 0.1
+    reward(np.full((8, 3), 9.0, np.float32))  # fills the memory: the crowd is forgotten
+    assert len(reward.memory) == 8 and reward(np.zeros((1, 3), np.float32))[0] > 2
+
+
+def test_pebble_trains_on_state_entropy_once_before_the_first_sample():
+    source = AgentTrainer(functools.partial(PPO, "MlpPolicy", n_steps=32, batch_size=64, device="cpu"), ENV,
+                          RewardNet(*ENV.spaces()), seed=0, rng=np.random.default_rng(0), unsupervised_steps=512)
+    given = []
+    reward_env = source.venv
+    original = reward_env.step_wait
+
+    def spy():
+        obs, rews, dones, infos = original()
+        given.append((reward_env.intrinsic is not None, rews))
+        return obs, rews, dones, infos
+
+    reward_env.step_wait = spy
+    source.sample(100)
+    assert source.metrics()["unsupervised_steps"] == 512 and source.algorithm.num_timesteps == 512
+    assert all(intrinsic for intrinsic, _ in given) and len(given) == 512 // ENV.n_envs
+    assert np.concatenate([r for _, r in given]).std() > 0  # not CartPole's constant 1 or the untrained net
+    source.sample(100)
+    assert "unsupervised_steps" not in source.metrics() and source.algorithm.num_timesteps == 512

@@ -16,6 +16,7 @@ from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
+from rlhp.exploration import StateEntropyReward
 from rlhp.policies import mixed_policy
 from rlhp.rewards import RewardNet
 from rlhp.rollout import rollout
@@ -35,11 +36,15 @@ class AgentTrainer(TrajectorySource, Agent):
         exploration_frac: share of sampled steps that come from the exploration policy.
         switch_prob: per step, the chance that the exploration policy re-chooses its mode.
         random_prob: when it re-chooses, the chance of acting uniformly at random.
+        unsupervised_steps: PEBBLE's pre-training: before the first sample, train this many env steps on
+            a state-entropy reward (extra steps beside ``total_timesteps``), so the first queries see
+            varied behaviour; an off-policy agent's buffer is relabelled at the first reward update.
+        entropy_k: the neighbour whose distance is that reward (see :class:`~rlhp.exploration.StateEntropyReward`).
     """
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet | None, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
-                 random_prob: float = 0.5) -> None:
+                 random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5) -> None:
         self.recorder = TrajectoryRecorder(env.n_envs)
         self.venv = RewardVecEnvWrapper(env.make(seed), reward_net, self.recorder)
         try:
@@ -54,6 +59,9 @@ class AgentTrainer(TrajectorySource, Agent):
         self.sample_venv.action_space.seed(seed)
         self.rng = rng
         self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
+        if unsupervised_steps < 0:
+            raise ConfigError("trajectories.unsupervised_steps", f"must be >= 0, got {unsupervised_steps}")
+        self.unsupervised_left, self.entropy_k = unsupervised_steps, entropy_k
         self._sampled: dict[str, float] = {}
 
     @property
@@ -108,6 +116,7 @@ class AgentTrainer(TrajectorySource, Agent):
 
     def sample(self, steps: int) -> list[Trajectory]:
         """Freshest training episodes first, topped up by rollouts; a share from exploration."""
+        unsupervised = self._pretrain_unsupervised()
         explore = int(round(self.exploration_frac * steps))
         fresh = take(reversed(self.recorder.pop_finished()), steps - explore)
         from_training = sum(map(len, fresh))
@@ -120,8 +129,22 @@ class AgentTrainer(TrajectorySource, Agent):
             explored = rollout(self.sample_venv, exploring, explore)
         self._sampled = {"sampled_from_training_steps": from_training,
                          "sampled_rollout_steps": sum(map(len, fresh)) - from_training,
-                         "sampled_exploration_steps": sum(map(len, explored))}
+                         "sampled_exploration_steps": sum(map(len, explored)),
+                         **({"unsupervised_steps": unsupervised} if unsupervised else {})}
         return fresh + explored
+
+    def _pretrain_unsupervised(self) -> int:
+        """Train the agent on the state-entropy reward, once, before its first sample; return the steps."""
+        if self.unsupervised_left <= 0:
+            return 0
+        before = self.algorithm.num_timesteps
+        self.venv.intrinsic = StateEntropyReward(self.entropy_k)
+        try:
+            self.algorithm.learn(self.unsupervised_left, reset_num_timesteps=False, progress_bar=False)
+        finally:
+            self.venv.intrinsic = None
+        self.unsupervised_left = 0
+        return self.algorithm.num_timesteps - before
 
     def metrics(self) -> dict[str, float]:
         """Steps of the last sample taken from training episodes, from extra rollouts of the policy,
@@ -136,7 +159,7 @@ class AgentTrainer(TrajectorySource, Agent):
         """The agent's weights and optimiser states, its step count, and the finished training
         episodes not yet sampled."""
         return {"parameters": self.algorithm.get_parameters(), "num_timesteps": self.algorithm.num_timesteps,
-                "finished": list(self.recorder.finished)}
+                "finished": list(self.recorder.finished), "unsupervised_left": self.unsupervised_left}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
@@ -145,3 +168,4 @@ class AgentTrainer(TrajectorySource, Agent):
                                       device=self.algorithm.device)
         self.algorithm.num_timesteps = state["num_timesteps"]
         self.recorder.finished = list(state["finished"])
+        self.unsupervised_left = int(state.get("unsupervised_left", 0))

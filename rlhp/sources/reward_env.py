@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,8 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     def __init__(self, venv: VecEnv, reward_net: RewardNet | None, recorder: TrajectoryRecorder) -> None:
         super().__init__(venv)
         self.reward_net, self.recorder = reward_net, recorder
+        self.intrinsic: Callable[[np.ndarray], np.ndarray] | None = None
+        """While set, the agent gets this reward of the next observations instead (unsupervised pre-training)."""
         self._obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
 
@@ -51,8 +54,12 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         """Step, then hand the agent the learned reward instead of the true one."""
         obs, true_rews, dones, infos = self.venv.step_wait()
         next_obs = next_observations(obs, dones, infos)
-        rews = true_rews if self.reward_net is None else \
-            self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
+        if self.intrinsic is not None:
+            rews = self.intrinsic(next_obs)
+        elif self.reward_net is None:
+            rews = true_rews
+        else:
+            rews = self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
         self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos
