@@ -1,4 +1,4 @@
-"""Environments: a fixed-horizon CartPole and a factory for vectorised gymnasium envs."""
+"""Environments: fixed-horizon CartPole and MountainCarContinuous, and a factory for vectorised gymnasium envs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from gymnasium.envs.classic_control.continuous_mountain_car import Continuous_MountainCarEnv
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -49,6 +50,21 @@ class FixedHorizonCartPole(CartPoleEnv):
 
 
 gym.register(FIXED_HORIZON_CARTPOLE, entry_point=FixedHorizonCartPole, max_episode_steps=500)
+
+FIXED_HORIZON_MOUNTAIN_CAR = "rlhp/MountainCarContinuous-FixedHorizon-v0"
+
+
+class FixedHorizonMountainCar(Continuous_MountainCarEnv):
+    """MountainCarContinuous that never terminates: every step at the goal pays its bonus (100), so
+    episodes run to the time limit (999 steps) and their length says nothing of how well the car did."""
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Advance the physics one step; `terminated` is always False."""
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, False, truncated, info
+
+
+gym.register(FIXED_HORIZON_MOUNTAIN_CAR, entry_point=FixedHorizonMountainCar, max_episode_steps=999)
 
 
 class GymEnv:
