@@ -18,6 +18,7 @@ the ceiling's, and a label-efficiency table, each with the command that made it.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -73,7 +74,9 @@ def main() -> None:
     parser.add_argument("--label-seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--root", type=Path, default=Path("outputs/bench"))
-    parser.add_argument("--out", type=Path, default=None, help="write the tables here (else print them)")
+    parser.add_argument("--not-run", nargs="*", default=["mountaincar", "halfcheetah", "hopper", "walker2d"],
+                        help="experiments listed as not yet run (never guessed)")
+    parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
     args = parser.parse_args()
     main_rows, label_rows = [], []
     for name in args.experiments:
@@ -96,11 +99,17 @@ def main() -> None:
         label_rows.append(f"| {name} | {' | '.join(cells)} | `rlhp-train -m experiment={name} "
                           f"total_comparisons={budgets} {seeds(args.label_seeds)}` |")
     text = "\n".join([
+        "# Benchmarks", "",
+        f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
+        f"--label-seeds {args.label_seeds} --jobs {args.jobs}` on a "
+        f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
         "on the env's own reward (`feedback=true_reward`); wall time is the training loop's (`wall_s`), and "
         "its ratio is to the ceiling's.", "",
         "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling | command |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows, "",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows,
+        *(f"| {name} | not yet run | | | | | | | `rlhp-train -m experiment={name} {seeds(args.seeds)}` |"
+          for name in args.not_run), "",
         f"Label efficiency: final true return, mean ± 95% CI over {args.label_seeds} seeds, by label budget.", "",
         f"| experiment | {' | '.join(f'{n} labels' for n in args.labels)} | command |",
         f"|---|{'---:|' * len(args.labels)}---|", *label_rows, ""])
