@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import math
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,9 +102,15 @@ def pair_to_blob(pairs: FragmentPairs, i: int) -> bytes:
     return buf.getvalue()
 
 
+_NPY_HEADERS = threading.Lock()
+
+
 def pairs_from_blobs(blobs: list[bytes]) -> FragmentPairs:
     """The pairs saved by :func:`pair_to_blob`, stacked."""
-    loaded = [np.load(io.BytesIO(b)) for b in blobs]
+    # numpy parses .npy headers with ast.literal_eval, which CPython 3.11 before 3.11.9 breaks when threads
+    # call it at once ("AST constructor recursion depth mismatch").
+    with _NPY_HEADERS:
+        loaded = [dict(np.load(io.BytesIO(b))) for b in blobs]
     return FragmentPairs(**{f.name: np.stack([d[f.name] for d in loaded]) for f in fields(FragmentPairs)})
 
 
