@@ -72,6 +72,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--labels", nargs="+", type=int, default=[25, 50, 100, 200, 500])
     parser.add_argument("--label-seeds", type=int, default=5)
+    parser.add_argument("--label-experiments", nargs="*", default=None,
+                        help="experiments for the label-efficiency table (default: all of --experiments)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--root", type=Path, default=Path("outputs/bench"))
     parser.add_argument("--not-run", nargs="*", default=["mountaincar", "halfcheetah", "hopper", "walker2d"],
@@ -91,6 +93,8 @@ def main() -> None:
             f"{int(rows['timesteps']):,} | "
             f"{cell(wall(runs), 0)} | {np.mean(wall(runs)) / np.mean(wall(ceiling)):.2f}x | "
             f"`rlhp-train -m experiment={name} {seeds(args.seeds)}` (ceiling: `feedback=true_reward`) |")
+        if args.label_experiments is not None and name not in args.label_experiments:
+            continue
         budgets = ",".join(map(str, args.labels))
         by_budget = sweep(args.root / name / "labels", [*base, f"total_comparisons={budgets}",
                                                       seeds(args.label_seeds)], args.jobs)
