@@ -70,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", nargs="+", default=["cartpole", "pendulum"])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--ceiling-seeds", type=int, default=None, help="seeds of the ceiling (default: --seeds)")
     parser.add_argument("--labels", nargs="+", type=int, default=[25, 50, 100, 200, 500])
     parser.add_argument("--label-seeds", type=int, default=5)
     parser.add_argument("--label-experiments", nargs="*", default=None,
@@ -84,7 +85,8 @@ def main() -> None:
     for name in args.experiments:
         base = [f"experiment={name}"]
         runs = sweep(args.root / name / "main", [*base, seeds(args.seeds)], args.jobs)
-        ceiling = sweep(args.root / name / "ceiling", [*base, "feedback=true_reward", seeds(args.seeds)], args.jobs)
+        ceiling = sweep(args.root / name / "ceiling",
+                        [*base, "feedback=true_reward", seeds(args.ceiling_seeds or args.seeds)], args.jobs)
         rows = runs[0].rows[-1]
         returns = final(runs)
         main_rows.append(
@@ -105,11 +107,13 @@ def main() -> None:
     text = "\n".join([
         "# Benchmarks", "",
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
-        f"--label-seeds {args.label_seeds} --jobs {args.jobs}` on a "
+        f"--ceiling-seeds {args.ceiling_seeds or args.seeds} --label-seeds {args.label_seeds} "
+        f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
-        "on the env's own reward (`feedback=true_reward`); wall time is the training loop's (`wall_s`), and "
-        "its ratio is to the ceiling's.", "",
+        f"on the env's own reward (`feedback=true_reward`, over {args.ceiling_seeds or args.seeds} seeds or all "
+        "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
+        "ceiling's.", "",
         "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling | command |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows,
         *(f"| {name} | not yet run | | | | | | | `rlhp-train -m experiment={name} {seeds(args.seeds)}` |"
