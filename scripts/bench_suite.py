@@ -2,7 +2,7 @@
 
 For each experiment (``conf/experiment/<name>.yaml``) it runs three sweeps with ``rlhp-train -m``
 (joblib, ``--jobs`` at a time), each into its own folder under ``--root``, and reuses a sweep whose
-runs have all finished:
+runs have all finished (a sweep cut short is refused: finish its missing runs, or remove its folder):
 
 - ``main``: the experiment over ``--seeds`` seeds;
 - ``ceiling``: the same with ``feedback=true_reward`` (the same agent on the env's own reward);
@@ -39,6 +39,9 @@ def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
     runs = find_runs(folder) if folder.is_dir() else []
     expected = np.prod([len(o.split("=", 1)[1].split(",")) for o in overrides if "," in o])
     if len(runs) < expected or any(r.status != "finished" for r in runs):
+        if runs:  # rlhp-train refuses to start again in a finished run's folder
+            raise SystemExit(f"{folder} holds an unfinished sweep ({sum(r.status == 'finished' for r in runs)} of "
+                             f"{expected} runs finished): finish its missing runs there, or remove it")
         command = [str(BIN / "rlhp-train"), "-m", *overrides, "logger=none", "hydra/launcher=joblib",
                    f"hydra.launcher.n_jobs={jobs}", f"hydra.sweep.dir={folder}"]
         print(f"$ {' '.join(command)}", flush=True)
