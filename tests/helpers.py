@@ -217,8 +217,8 @@ class ScriptedAnnotator:
     """A labeller that answers a run's queries over HTTP from the fragments' true returns (read from the
     run's ``queries.sqlite``), in a thread, until stopped."""
 
-    def __init__(self, run_dir: Path, name: str = "script", url: str | None = None) -> None:
-        self.run_dir, self.name, self.url = Path(run_dir), name, url
+    def __init__(self, run_dir: Path, name: str = "script", url: str | None = None, pause_s: float = 0.0) -> None:
+        self.run_dir, self.name, self.url, self.pause_s = Path(run_dir), name, url, pause_s
         self.answered = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._work, daemon=True)
@@ -240,6 +240,7 @@ class ScriptedAnnotator:
                 http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
                                                 "label": label}).raise_for_status()
                 self.answered += 1
+                time.sleep(self.pause_s)  # a person's pace, however fast the machine
 
     def _returns(self, query_id: int) -> np.ndarray:
         with sqlite3.connect(self.run_dir / "queries.sqlite") as db:
