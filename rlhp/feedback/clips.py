@@ -104,7 +104,3 @@ class ClipRenderer:
                     jobs.append(pool.submit(write_video, shots, folder / name, self.fps, self.width))
             for job in jobs:
                 job.result()
-
-    def close(self) -> None:
-        """Close the env."""
-        self.env.close()

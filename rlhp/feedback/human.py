@@ -85,23 +85,22 @@ class HumanGatherer(PreferenceGatherer):
         """Wait as configured, then take every answered query."""
         if self._server is not None and not self._server.alive():
             log.warning("the annotation server ended (see annotate.log); starting it again", extra=CONSOLE)
-            self.url = self._server.start()
-            log.info("label the queries at %s", self.url, extra=CONSOLE)
+            self._start_server()
         # Labels taken in rounds after the checkpoint a resumed run starts from are taken again.
         self.store.untake(self.rounds)
-        ids, pairs = self.store.open_queries()
+        ids = self.store.open_ids()
         start = time.monotonic()
         if len(ids):
             self._wait(len(ids))
         taken = self.store.take(ids, self.rounds)
         self.rounds += 1
-        answered, pending = self.store.count_answered()
-        self._last = {"queries_pending": pending, "labels_answered": int(taken.done.sum()),
+        self._last = {"queries_pending": self.store.count_answered()[1], "labels_answered": int(taken.done.sum()),
                       "label_wait_s": time.monotonic() - start}
-        if pairs is None or not taken.done.any():
+        if not taken.done.any():
             return no_answers()
         self.received += int(taken.done.sum())
-        return Answers(pairs[taken.done], taken.labels, ids[taken.done], taken.annotators, taken.times)
+        ids = ids[taken.done]  # only these pairs are read back from the store
+        return Answers(self.store.pairs(ids), taken.labels, ids, taken.annotators, taken.times)
 
     def _wait(self, open_queries: int) -> None:
         """Until ``min_answered_frac`` of the open queries are answered: for ever before the first label,
@@ -140,12 +139,15 @@ class HumanGatherer(PreferenceGatherer):
             return
         self._server = AnnotationProcess(self.run, self.host, self.port, self.token, self.lease_s)
         try:
-            self.url = self._server.start()
-            log.info("label the queries at %s", self.url, extra=CONSOLE)
+            self._start_server()
             yield
         finally:
             self._server.stop()
             self._server, self.url = None, None
+
+    def _start_server(self) -> None:
+        self.url = self._server.start()
+        log.info("label the queries at %s", self.url, extra=CONSOLE)
 
     def state_dict(self) -> dict[str, Any]:
         """Rounds gathered and labels received (the queries themselves live in ``queries.sqlite``)."""
@@ -170,7 +172,8 @@ class AnnotationProcess:
 
     def __init__(self, run: RunFolder, host: str, port: int, token: str | None, lease_s: float) -> None:
         if token is None and host not in LOOPBACK:
-            token = secrets.token_urlsafe(16)  # another address needs one; the printed URL carries it
+            # Made here, not by each child, so that a restarted server keeps the URL people already have.
+            token = secrets.token_urlsafe(16)
         self.run, self.host, self.port, self.token, self.lease_s = run, host, port, token, lease_s
         self.process: subprocess.Popen | None = None
 

@@ -166,14 +166,18 @@ class QueryStore:
         with self._connect() as db:
             return db.execute("SELECT coalesce(max(id), -1) FROM queries").fetchone()[0]
 
-    def open_queries(self) -> tuple[np.ndarray, FragmentPairs | None]:
-        """Ids and pairs of the queries the trainer still waits for (pending or answered, not taken)."""
+    def open_ids(self) -> np.ndarray:
+        """Ids of the queries the trainer still waits for (pending or answered, not taken), oldest first."""
         with self._connect() as db:
-            rows = db.execute("SELECT id, pair FROM queries WHERE state IN ('pending', 'answered') "
-                              "ORDER BY id").fetchall()
-        if not rows:
-            return np.zeros(0, np.int64), None
-        return np.array([r[0] for r in rows], np.int64), pairs_from_blobs([r[1] for r in rows])
+            rows = db.execute("SELECT id FROM queries WHERE state IN ('pending', 'answered') ORDER BY id").fetchall()
+        return np.array([r[0] for r in rows], np.int64)
+
+    def pairs(self, ids: np.ndarray) -> FragmentPairs:
+        """The fragment pairs of queries ``ids``, in that order."""
+        with self._connect() as db:
+            blobs = dict(db.execute(f"SELECT id, pair FROM queries WHERE id IN ({','.join('?' * len(ids))})",
+                                    [int(i) for i in ids]).fetchall())
+        return pairs_from_blobs([blobs[int(i)] for i in ids])
 
     def count_answered(self) -> tuple[int, int]:
         """(answered and not yet taken, still pending) queries."""
