@@ -33,12 +33,18 @@ class RandomFragmenter:
             is given once, later rounds log it to the log file only.
         snippet_rule: T-REX's rule for pairs from episodes of different quality: the better
             episode's fragment starts no earlier than the worse one's (progress shows late).
+        max_start: fragments start at most this many steps into their trajectory (None: anywhere), to
+            keep them where episodes differ, e.g. before fixed-horizon CartPole's long fallen tail.
     """
 
-    def __init__(self, rng: np.random.Generator, warning_threshold: float = 10, snippet_rule: bool = False) -> None:
+    def __init__(self, rng: np.random.Generator, warning_threshold: float = 10, snippet_rule: bool = False,
+                 max_start: int | None = None) -> None:
+        if max_start is not None and max_start < 0:
+            raise ValueError(f"max_start must be >= 0 or None, got {max_start}")
         self.rng = rng
         self.warning_threshold = warning_threshold
         self.snippet_rule = snippet_rule
+        self.max_start = max_start
         self._warned = False
 
     def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
@@ -59,10 +65,13 @@ class RandomFragmenter:
                     lengths.sum(), num_pairs, fragment_length)
             self._warned = True
         which = self.rng.choice(len(trajs), size=2 * num_pairs, p=lengths / lengths.sum())
-        starts = self.rng.integers(0, lengths[which] - fragment_length + 1)
+        last_start = lengths[which] - fragment_length
+        if self.max_start is not None:
+            last_start = np.minimum(last_start, self.max_start)
+        starts = self.rng.integers(0, last_start + 1)
         quality = np.array([t.rank if t.rank is not None else float(t.rews.sum()) for t in trajs])[which]
         if self.snippet_rule:
-            starts = self._snippet_rule(starts, quality, lengths[which] - fragment_length)
+            starts = self._snippet_rule(starts, quality, last_start)
         # Index into the concatenation of all trajectories, so one gather builds every fragment.
         act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
         steps = starts[:, None] + np.arange(fragment_length)

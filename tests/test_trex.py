@@ -88,6 +88,19 @@ def test_the_snippet_rule_starts_the_better_fragment_no_earlier():
             np.testing.assert_array_equal(rule.obs[p, side], t.obs[rule.start[p, side]:rule.start[p, side] + 10])
 
 
+def test_max_start_keeps_fragments_at_the_start_of_their_episodes_also_under_the_snippet_rule():
+    trajs = ranked([0, 1, 2, 3], length=60)
+    free = RandomFragmenter(np.random.default_rng(3), warning_threshold=0)(trajs, 10, 300)
+    assert free.start.max() > 5
+    for rule in (False, True):
+        pairs = RandomFragmenter(np.random.default_rng(3), warning_threshold=0, snippet_rule=rule,
+                                 max_start=5)(trajs, 10, 300)
+        assert pairs.start.max() == 5 and pairs.start.min() == 0
+        np.testing.assert_array_equal(pairs.obs[..., 0, 0], 100 * pairs.episode + pairs.start)
+    with pytest.raises(ValueError, match="max_start"):
+        RandomFragmenter(np.random.default_rng(0), max_start=-1)
+
+
 @pytest.mark.slow
 def test_trex_and_behavioural_cloning_run_from_a_ranked_collection(tmp_path):
     demos = tmp_path / "demos"
