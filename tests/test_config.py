@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import composed
+from omegaconf import OmegaConf
 
 import rlhp.conf
 from rlhp.config import build
@@ -86,6 +87,16 @@ def test_the_experiment_pins_the_readme_run(tmp_path):
     assert (cfg.total_timesteps, cfg.fragment_length, cfg.reward_net.members) == (150_000, 20, 5)
     assert not cfg.gatherer.sample and cfg.env.id == "rlhp/CartPole-FixedHorizon-v0"
     np.testing.assert_allclose(cfg.reward_trainer.lr, 3e-3)
+
+
+def test_the_100_label_experiment_changes_only_what_it_names_on_top_of_the_readme_run(tmp_path):
+    base = composed("train", ["experiment=cartpole"], tmp_path)
+    few = composed("train", ["experiment=cartpole_100_labels"], tmp_path)
+    assert (few.total_comparisons, few.fragment_length, few.reward_trainer.epochs) == (100, 10, 10)
+    base, few = (OmegaConf.to_container(c) for c in (base, few))
+    for cfg in (base, few):
+        del cfg["total_comparisons"], cfg["fragment_length"], cfg["hydra"], cfg["reward_trainer"]["epochs"]
+    assert few == base
 
 
 def test_every_command_shares_the_hydra_output_and_logging(tmp_path):
