@@ -10,9 +10,24 @@ import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
 
+from rlhp.errors import ConfigError
+
 # Rendering to arrays needs no display or sound; without these SDL looks for one and complains.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+
+def check_renders(env: gym.Env, key: str) -> None:
+    """Render one frame of ``env`` now, so a missing renderer (pygame for the classic-control envs) fails
+    in one line before minutes of work rather than after; ``key`` is the config key that turns video off."""
+    try:
+        env.reset(seed=0)
+        env.render()
+    except gym.error.DependencyNotInstalled as err:
+        raise ConfigError(key, f"needs frames that {env.spec.id if env.spec else env} cannot render here ({err}); "
+                          f"install what it names, or set {key}=0") from None
+    finally:
+        env.close()
 
 
 class FrameRecorder(gym.Wrapper):

@@ -22,6 +22,7 @@ from rlhp.demos.experts import TrainedExpert
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, RunError
 from rlhp.rollout import rollout
+from rlhp.video import check_renders
 
 QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",
          "expert.env.n_envs=2", "expert.algorithm.n_steps=64", "expert.algorithm.batch_size=64",
@@ -192,3 +193,17 @@ def test_ranked_checkpoints_outside_training_are_refused_before_training(tmp_pat
                            GymEnv("CartPole-v1", n_envs=1), total_timesteps=1024)
     with pytest.raises(ConfigError, match=message):
         expert.snapshots(tmp_path, seed=0, checkpoints=checkpoints)
+
+
+class NoPygame(gym.Wrapper):
+    """An env whose renderer is missing, as classic control is without pygame."""
+
+    def render(self):
+        raise gym.error.DependencyNotInstalled("pygame is not installed")
+
+
+def test_a_missing_renderer_is_a_config_error_naming_the_video_key_before_any_work():
+    check_renders(gym.make("CartPole-v1", render_mode="rgb_array"), "video.episodes")  # renders: no error
+    with pytest.raises(ConfigError, match=r"`video.episodes` .*CartPole-v1 cannot render here \(pygame is not "
+                                          r"installed\); install what it names, or set video.episodes=0"):
+        check_renders(NoPygame(gym.make("CartPole-v1", render_mode="rgb_array")), "video.episodes")

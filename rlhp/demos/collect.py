@@ -26,7 +26,7 @@ from rlhp.logs import CONSOLE
 from rlhp.policies import mixed_policy
 from rlhp.rollout import rollout
 from rlhp.stops import StopRequest
-from rlhp.video import FrameRecorder, write_video
+from rlhp.video import FrameRecorder, check_renders, write_video
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ def collect(cfg: DictConfig) -> dict:
     run_dir = Path(hydra_cfg.runtime.output_dir)
     expert = build(cfg.expert)
     env = expert.env
+    if cfg.video.episodes > 0:
+        check_renders(env.make_single(render_mode="rgb_array"), "video.episodes")
     log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", hydra_cfg.runtime.choices.get("expert"),
              env.id, cfg.seed, run_dir, extra=CONSOLE)
     with StopRequest("the current step") as stop:
