@@ -59,10 +59,12 @@ class RandomFragmenter:
                            f"(longest: {lengths.max(initial=0)} steps); lower it")
         trajs, lengths = [trajectories[i] for i in keep], lengths[keep]
         needed = 2 * num_pairs * fragment_length
-        if lengths.sum() < self.warning_threshold * needed:
+        # The transitions a fragment can cover: with max_start, only each trajectory's opening.
+        reachable = lengths if self.max_start is None else np.minimum(lengths, self.max_start + fragment_length)
+        if reachable.sum() < self.warning_threshold * needed:
             log.log(logging.INFO if self._warned else logging.WARNING,
                     "only %d transitions for %d fragment pairs of length %d: fragments will overlap",
-                    lengths.sum(), num_pairs, fragment_length)
+                    reachable.sum(), num_pairs, fragment_length)
             self._warned = True
         which = self.rng.choice(len(trajs), size=2 * num_pairs, p=lengths / lengths.sum())
         last_start = lengths[which] - fragment_length

@@ -101,6 +101,14 @@ def test_max_start_keeps_fragments_at_the_start_of_their_episodes_also_under_the
         RandomFragmenter(np.random.default_rng(0), max_start=-1)
 
 
+def test_the_overlap_warning_counts_only_the_transitions_max_start_can_reach(caplog):
+    trajs = ranked([0, 1, 2, 3], length=60)  # 240 transitions; 2 pairs of 10 need 40
+    RandomFragmenter(np.random.default_rng(0), warning_threshold=5)(trajs, 10, 2)
+    assert "will overlap" not in caplog.text
+    RandomFragmenter(np.random.default_rng(0), warning_threshold=5, max_start=0)(trajs, 10, 2)
+    assert "only 40 transitions for 2 fragment pairs" in caplog.text
+
+
 @pytest.mark.slow
 def test_trex_and_behavioural_cloning_run_from_a_ranked_collection(tmp_path):
     demos = tmp_path / "demos"
