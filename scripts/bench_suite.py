@@ -84,12 +84,13 @@ def main() -> None:
                         help="experiments listed as not yet run (never guessed)")
     parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
     args = parser.parse_args()
+    ceiling_seeds = args.ceiling_seeds or args.seeds
     main_rows, label_rows = [], []
     for name in args.experiments:
         base = [f"experiment={name}"]
         runs = sweep(args.root / name / "main", [*base, seeds(args.seeds)], args.jobs)
         ceiling = sweep(args.root / name / "ceiling",
-                        [*base, "feedback=true_reward", seeds(args.ceiling_seeds or args.seeds)], args.jobs)
+                        [*base, "feedback=true_reward", seeds(ceiling_seeds)], args.jobs)
         rows = runs[0].rows[-1]
         returns = final(runs)
         main_rows.append(
@@ -110,11 +111,11 @@ def main() -> None:
     text = "\n".join([
         "# Benchmarks", "",
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
-        f"--ceiling-seeds {args.ceiling_seeds or args.seeds} --label-seeds {args.label_seeds} "
+        f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
         f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
-        f"on the env's own reward (`feedback=true_reward`, over {args.ceiling_seeds or args.seeds} seeds or all "
+        f"on the env's own reward (`feedback=true_reward`, over {ceiling_seeds} seeds or all "
         "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
         "ceiling's.", "",
         "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling | command |",
