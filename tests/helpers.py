@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
 from wandb.proto import wandb_internal_pb2
 
@@ -147,7 +148,9 @@ def zoo_repo(tmp_path, normalize: bool, **config):
     venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     if normalize:
         venv = VecNormalize(venv, norm_reward=False)
-    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu").learn(256)
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # not an empty /tmp/SB3-<time> folder per test
+    model.learn(256)
     model.save(repo / "ppo-CartPole-v1.zip")
     if normalize:
         venv.save(str(repo / "vec_normalize.pkl"))
