@@ -52,7 +52,7 @@ def test_the_groups_are_found():
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
 def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset):
     extra = NEEDS.get((group, option), [])
-    if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos")):
+    if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos"), ("experiment", "trex_cartpole")):
         extra = [f"trajectories.path={cartpole_dataset}"]
     debug = [] if group == "debug" else ["debug=fast"]
     cfg = composed("train", [f"{group}={option}", *debug, *extra], tmp_path)
@@ -97,6 +97,15 @@ def test_the_100_label_experiment_changes_only_what_it_names_on_top_of_the_readm
     for cfg in (base, few):
         del cfg["total_comparisons"], cfg["fragment_length"], cfg["hydra"], cfg["reward_trainer"]["epochs"]
     assert few == base
+
+
+def test_the_trex_experiment_is_the_defaults_with_ranked_demos_ranked_by_return_and_whole_episodes(tmp_path):
+    trex = ["gatherer=ranked", "trajectories=demos", "trajectories.path=demos", "trajectories.rank_by=return",
+            "fragment_length=500"]
+    expected, got = (OmegaConf.to_container(composed("train", over, tmp_path)) for over in
+                     (trex, ["experiment=trex_cartpole", "trajectories.path=demos"]))
+    del expected["hydra"], got["hydra"]
+    assert got == expected and got["gatherer"]["_target_"] == "rlhp.feedback.RankedGatherer"
 
 
 def test_every_command_shares_the_hydra_output_and_logging(tmp_path):

@@ -13,9 +13,12 @@ from rlhp.data import PreferenceDataset, save_trajectories, trajectories_to_data
 from rlhp.data.hub import open_trajectories
 from rlhp.demos.bc import BehaviourCloning
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.errors import ConfigError
 from rlhp.feedback import Querent, RankedGatherer
 from rlhp.fragments import RandomFragmenter
+from rlhp.policies import random_policy
 from rlhp.rollout import rollout
+from rlhp.sources import DatasetSource
 
 
 def ranked(ranks: list[float | None], length: int = 30) -> list:
@@ -55,6 +58,26 @@ def test_without_ranks_the_quality_is_the_episode_return():
     pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 5, 10)
     returns = np.array([t.rews.sum() for t in trajs])
     np.testing.assert_allclose(pairs.quality, returns[pairs.episode])
+
+
+def test_rank_by_return_ranks_a_ranked_dataset_by_its_episodes_returns(tmp_path):
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    episodes = rollout(venv, random_policy(venv.action_space), episodes=6)
+    returns = np.array([t.rews.sum() for t in episodes])
+    assert len(set(returns)) > 1
+    # Ranks that run against the returns, so the two rules disagree on every pair they do not tie.
+    trajectories_to_dataset(episodes, columns={"rank": (-returns).tolist()}).save_to_disk(str(tmp_path / "d"))
+    for rank_by, quality in (("rank", -returns), ("return", returns)):
+        source = DatasetSource(str(tmp_path / "d"), env, np.random.default_rng(0), held_out_frac=0.0, rank_by=rank_by)
+        pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(source.sample(10_000), 20, 50)
+        np.testing.assert_array_equal(pairs.quality, quality[pairs.episode])
+        _, labels = RankedGatherer().answer(pairs, np.arange(50))
+        first, second = quality[pairs.episode].T
+        np.testing.assert_array_equal(labels, 0.5 * (1 + np.sign(first - second)))
+    with pytest.raises(ConfigError, match="trajectories.rank_by"):
+        DatasetSource(str(tmp_path / "d"), env, np.random.default_rng(0), rank_by="returns")
 
 
 def test_the_better_ranked_fragment_is_preferred_and_equal_ranks_tie():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Literal
+
 import numpy as np
 
 from rlhp.data import Trajectory
@@ -20,10 +23,18 @@ class DatasetSource(TrajectorySource):
         env: the environment the dataset's spaces must match.
         rng: random generator for shuffling.
         held_out_frac: share of episodes never sampled, kept to evaluate the learned reward.
+        rank_by: what ranks the episodes for a ranking teacher (gatherer=ranked): ``rank``, the
+            dataset's rank column when it has one (else the return), or ``return``, each episode's
+            true return even when there are ranks (Brown et al. 2019 ranked T-REX's demonstrations so).
     """
 
-    def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
+    def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2,
+                 rank_by: Literal["rank", "return"] = "rank") -> None:
+        if rank_by not in ("rank", "return"):
+            raise ConfigError("trajectories.rank_by", f"must be rank or return, got {rank_by!r}")
         trajectories, meta = open_trajectories(path, key="trajectories.path")
+        if rank_by == "return":  # with no rank, the fragmenter takes the episode's return as its quality
+            trajectories = [dataclasses.replace(t, rank=None) for t in trajectories]
         for key, space in zip(("observation_space", "action_space"), env.spaces()):
             if key in meta and space_from_json(meta[key]) != space:
                 raise DataError(f"dataset {path!r} was recorded with {key} {space_from_json(meta[key])}, but "

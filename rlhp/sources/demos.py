@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -24,11 +24,13 @@ class DemoSource(TrajectorySource):
         path: the dataset (see :class:`DatasetSource`).
         algorithm, env, reward_net, seed, rng: as for :class:`AgentTrainer`.
         held_out_frac: share of the dataset's episodes kept out of sampling.
+        rank_by: ``rank`` or ``return``: what ranks the episodes (see :class:`DatasetSource`).
     """
 
     def __init__(self, path: str, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet,
-                 seed: int, rng: np.random.Generator, held_out_frac: float = 0.2) -> None:
-        self.demos = DatasetSource(path, env, rng, held_out_frac)
+                 seed: int, rng: np.random.Generator, held_out_frac: float = 0.2,
+                 rank_by: Literal["rank", "return"] = "rank") -> None:
+        self.demos = DatasetSource(path, env, rng, held_out_frac, rank_by)
         self.trainer = AgentTrainer(algorithm, env, reward_net, seed, rng)
 
     @property
