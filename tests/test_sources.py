@@ -10,6 +10,7 @@ from stable_baselines3 import DQN, PPO, SAC
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.errors import ConfigError
 from rlhp.exploration import StateEntropyReward
 from rlhp.policies import random_policy
 from rlhp.rewards import RewardNet
@@ -19,11 +20,12 @@ from rlhp.sources import AgentTrainer, DatasetSource
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
 
 
-def trainer(seed: int, algo=PPO, **kwargs) -> AgentTrainer:
+def trainer(seed: int, algo=PPO, max_episode_steps: int | None = None, **kwargs) -> AgentTrainer:
     obs_space, act_space = ENV.spaces()
     net = RewardNet(obs_space, act_space, hidden_sizes=[8])
     algorithm = functools.partial(algo, "MlpPolicy", device="cpu", **kwargs)
-    return AgentTrainer(algorithm, ENV, net, seed=seed, rng=np.random.default_rng(seed))
+    return AgentTrainer(algorithm, ENV, net, seed=seed, rng=np.random.default_rng(seed),
+                        max_episode_steps=max_episode_steps)
 
 
 def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
@@ -41,6 +43,16 @@ def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
     assert b.algorithm.num_timesteps == 256
     for name, tensor in a.algorithm.policy.optimizer.state_dict()["state"][0].items():
         np.testing.assert_array_equal(tensor, b.algorithm.policy.optimizer.state_dict()["state"][0][name])
+
+
+def test_max_episode_steps_cuts_the_agents_episodes_but_not_the_envs():
+    a = trainer(0, n_steps=64, batch_size=64, n_epochs=1, max_episode_steps=30)
+    report = a.train(128)
+    assert len(report.returns) == 4 and (report.returns <= 30).all()
+    assert {len(t) for t in a.sample(100)} == {30} and not any(t.terminal for t in a.recorder.finished)
+    assert {len(t) for t in rollout(ENV.make(seed=0), a.policy, episodes=2)} == {500}
+    with pytest.raises(ConfigError, match="trajectories.max_episode_steps"):
+        trainer(0, max_episode_steps=0)
 
 
 def test_off_policy_rollouts_are_train_freq_steps_per_env_copy():

@@ -40,13 +40,20 @@ class AgentTrainer(TrajectorySource, Agent):
             a state-entropy reward (extra steps beside ``total_timesteps``), so the first queries see
             varied behaviour; an off-policy agent's buffer is relabelled at the first reward update.
         entropy_k: the neighbour whose distance is that reward (see :class:`~rlhp.exploration.StateEntropyReward`).
+        max_episode_steps: cut the agent's training and sampled episodes at this many steps (None: the env's
+            own limit); evaluation keeps the env's limit. Shorter episodes start more often in the same
+            timesteps, and on a fixed horizon only an episode's start shows how long the agent lasts.
     """
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet | None, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
-                 random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5) -> None:
+                 random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
+                 max_episode_steps: int | None = None) -> None:
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise ConfigError("trajectories.max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
+        horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
         self.recorder = TrajectoryRecorder(env.n_envs)
-        self.venv = RewardVecEnvWrapper(env.make(seed), reward_net, self.recorder)
+        self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward_net, self.recorder)
         try:
             self.algorithm = algorithm(env=self.venv, seed=seed)
         except AssertionError as err:  # SB3 asserts the spaces it supports
@@ -55,7 +62,7 @@ class AgentTrainer(TrajectorySource, Agent):
         # SB3's default logger makes an empty /tmp/SB3-<time> folder on every learn() call; rlhp logs itself.
         self.algorithm.set_logger(Logger(folder=None, output_formats=[]))
         # Sampling uses its own envs so that it never cuts the agent's training episodes short.
-        self.sample_venv = env.make(seed + 10_000)
+        self.sample_venv = env.make(seed + 10_000, **horizon)
         self.sample_venv.action_space.seed(seed)
         self.rng = rng
         self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
