@@ -20,12 +20,13 @@ from rlhp.sources import AgentTrainer, DatasetSource
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
 
 
-def trainer(seed: int, algo=PPO, max_episode_steps: int | None = None, **kwargs) -> AgentTrainer:
+def trainer(seed: int, algo=PPO, max_episode_steps: int | None = None, max_episode_steps_until: int | None = None,
+            **kwargs) -> AgentTrainer:
     obs_space, act_space = ENV.spaces()
     net = RewardNet(obs_space, act_space, hidden_sizes=[8])
     algorithm = functools.partial(algo, "MlpPolicy", device="cpu", **kwargs)
     return AgentTrainer(algorithm, ENV, net, seed=seed, rng=np.random.default_rng(seed),
-                        max_episode_steps=max_episode_steps)
+                        max_episode_steps=max_episode_steps, max_episode_steps_until=max_episode_steps_until)
 
 
 def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
@@ -45,12 +46,15 @@ def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
         np.testing.assert_array_equal(tensor, b.algorithm.policy.optimizer.state_dict()["state"][0][name])
 
 
-def test_max_episode_steps_cuts_the_agents_episodes_but_not_the_envs():
-    a = trainer(0, n_steps=64, batch_size=64, n_epochs=1, max_episode_steps=30)
+def test_max_episode_steps_cuts_the_agents_episodes_but_not_the_envs_until_it_is_lifted():
+    a = trainer(0, n_steps=64, batch_size=64, n_epochs=1, max_episode_steps=30, max_episode_steps_until=128)
     report = a.train(128)
     assert len(report.returns) == 4 and (report.returns <= 30).all()
     assert {len(t) for t in a.sample(100)} == {30} and not any(t.terminal for t in a.recorder.finished)
     assert {len(t) for t in rollout(ENV.make(seed=0), a.policy, episodes=2)} == {500}
+    report = a.train(1024)  # from 128 steps on, the env's own 500 steps
+    assert report.steps == 1024 and len(report.returns) == 2 and a.algorithm.num_timesteps == 1152
+    assert {len(t) for t in a.recorder.finished} == {500} and {len(t) for t in a.sample(100)} == {500}
     with pytest.raises(ConfigError, match="trajectories.max_episode_steps"):
         trainer(0, max_episode_steps=0)
 

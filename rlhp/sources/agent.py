@@ -43,15 +43,19 @@ class AgentTrainer(TrajectorySource, Agent):
         max_episode_steps: cut the agent's training and sampled episodes at this many steps (None: the env's
             own limit); evaluation keeps the env's limit. Shorter episodes start more often in the same
             timesteps, and on a fixed horizon only an episode's start shows how long the agent lasts.
+        max_episode_steps_until: from this many agent timesteps on, episodes run to the env's own limit
+            again (None: never), so the agent also meets what only long episodes reach (a drifting cart).
     """
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet | None, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
                  random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
-                 max_episode_steps: int | None = None) -> None:
+                 max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ConfigError("trajectories.max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
         horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+        self.env, self.seed = env, seed
+        self.short_until = max_episode_steps_until if max_episode_steps is not None else None
         self.recorder = TrajectoryRecorder(env.n_envs)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward_net, self.recorder)
         try:
@@ -90,10 +94,19 @@ class AgentTrainer(TrajectorySource, Agent):
         steps -= steps % self.rollout_steps
         if steps <= 0:
             return AgentReport(0, np.zeros(0))
+        if self.short_until is not None and self.algorithm.num_timesteps >= self.short_until:
+            self._lift_episode_limit()
         before, finished = self.algorithm.num_timesteps, len(self.recorder.finished)
         self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
         returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])
         return AgentReport(self.algorithm.num_timesteps - before, returns)
+
+    def _lift_episode_limit(self) -> None:
+        """From now on, train and sample on episodes of the env's own length (the cut ones in progress end)."""
+        self.venv = RewardVecEnvWrapper(self.env.make(self.seed), self.venv.reward_net, self.recorder)
+        self.algorithm.set_env(self.venv)  # SB3 resets it at the next learn(), which drops the cut episodes
+        self.sample_venv = self.env.make(self.seed + 10_000)
+        self.short_until = None
 
     def reward_changed(self) -> None:
         """Relabel an off-policy agent's whole replay buffer with the current reward model, in one

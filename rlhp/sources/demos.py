@@ -25,13 +25,14 @@ class DemoSource(TrajectorySource):
         algorithm, env, reward_net, seed, rng: as for :class:`AgentTrainer`.
         held_out_frac: share of the dataset's episodes kept out of sampling.
         rank_by: ``rank`` or ``return``: what ranks the episodes (see :class:`DatasetSource`).
+        max_episode_steps: cut the agent's training episodes (see :class:`AgentTrainer`).
     """
 
     def __init__(self, path: str, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet,
                  seed: int, rng: np.random.Generator, held_out_frac: float = 0.2,
-                 rank_by: Literal["rank", "return"] = "rank") -> None:
+                 rank_by: Literal["rank", "return"] = "rank", max_episode_steps: int | None = None) -> None:
         self.demos = DatasetSource(path, env, rng, held_out_frac, rank_by)
-        self.trainer = AgentTrainer(algorithm, env, reward_net, seed, rng)
+        self.trainer = AgentTrainer(algorithm, env, reward_net, seed, rng, max_episode_steps=max_episode_steps)
 
     @property
     def agent(self) -> AgentTrainer:
