@@ -103,7 +103,7 @@ def test_the_100_label_experiment_changes_only_what_it_names_on_top_of_the_readm
 
 def test_the_trex_experiment_is_the_defaults_with_ranked_demos_ranked_by_return_and_whole_episodes(tmp_path):
     trex = ["gatherer=ranked", "trajectories=demos", "trajectories.path=demos", "trajectories.rank_by=return",
-            "fragment_length=500"]
+            "trajectories.max_episode_steps=100", "fragment_length=500"]
     expected, got = (OmegaConf.to_container(composed("train", over, tmp_path)) for over in
                      (trex, ["experiment=trex_cartpole", "trajectories.path=demos"]))
     del expected["hydra"], got["hydra"]
