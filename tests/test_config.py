@@ -94,10 +94,11 @@ def test_the_100_label_experiment_changes_only_what_it_names_on_top_of_the_readm
     few = composed("train", ["experiment=cartpole_100_labels"], tmp_path)
     assert (few.total_comparisons, few.fragment_length, few.reward_trainer.epochs) == (100, 10, 10)
     assert (base.trajectories.max_episode_steps, few.trajectories.max_episode_steps) == (None, 100)
+    assert (base.agent.gamma, few.agent.gamma) == (0.98, 0.99)
     base, few = (OmegaConf.to_container(c) for c in (base, few))
     for cfg in (base, few):
         del cfg["total_comparisons"], cfg["fragment_length"], cfg["hydra"], cfg["reward_trainer"]["epochs"]
-        del cfg["trajectories"]["max_episode_steps"]
+        del cfg["trajectories"]["max_episode_steps"], cfg["agent"]["gamma"]
     assert few == base
 
 
