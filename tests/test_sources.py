@@ -57,6 +57,8 @@ def test_max_episode_steps_cuts_the_agents_episodes_but_not_the_envs_until_it_is
     assert {len(t) for t in a.recorder.finished} == {500} and {len(t) for t in a.sample(100)} == {500}
     with pytest.raises(ConfigError, match="trajectories.max_episode_steps"):
         trainer(0, max_episode_steps=0)
+    with pytest.raises(ConfigError, match="trajectories.max_episode_steps_until"):
+        trainer(0, max_episode_steps_until=1000)
 
 
 def test_off_policy_rollouts_are_train_freq_steps_per_env_copy():

@@ -53,9 +53,11 @@ class AgentTrainer(TrajectorySource, Agent):
                  max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ConfigError("trajectories.max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
+        if max_episode_steps_until is not None and max_episode_steps is None:
+            raise ConfigError("trajectories.max_episode_steps_until", "lifts trajectories.max_episode_steps, which is "
+                              "not set; set both, or neither")
         horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
-        self.env, self.seed = env, seed
-        self.short_until = max_episode_steps_until if max_episode_steps is not None else None
+        self.env, self.seed, self.short_until = env, seed, max_episode_steps_until
         self.recorder = TrajectoryRecorder(env.n_envs)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward_net, self.recorder)
         try:
