@@ -122,7 +122,8 @@ def test_sigterm_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
 
 def test_a_second_ctrl_c_stops_at_once_with_one_line(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start(run_dir, "total_timesteps=200000")  # long rounds: the second Ctrl-C lands inside one
+    # Long rounds (~15k steps each), so the second Ctrl-C lands inside one even on a loaded machine.
+    proc = start(run_dir, "total_timesteps=600000")
     wait_for_rounds(run_dir, 1, proc)
     proc.send_signal(signal.SIGINT)
     for line in proc.stdout:  # the first is acknowledged on the console

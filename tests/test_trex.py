@@ -1,6 +1,7 @@
 """T-REX and behavioural cloning: ranks survive loading, fragments keep where they came from, the
 ranking and snippet rules, and both entry points with tiny budgets."""
 
+import csv
 import json
 
 import numpy as np
@@ -146,6 +147,15 @@ def test_trex_and_behavioural_cloning_run_from_a_ranked_collection(tmp_path):
     quality = prefs.pairs.quality
     np.testing.assert_array_equal(prefs.labels, 0.5 * (1 + np.sign(quality[:, 0] - quality[:, 1])))
     assert set(np.unique(quality)) <= {0, 1, 2} and (trex / "checkpoints" / "final" / "agent.zip").exists()
+    # Mixed with synthetic labels on the agent's fragments, and offline: every label before the agent trains.
+    mixed = tmp_path / "mixed"
+    run_cli("rlhp-train", *FAST, "gatherer=mixed", "trajectories=demos", f"trajectories.path={demos / 'dataset'}",
+            "trajectories.agent_frac=0.5", "initial_comparison_frac=1.0", f"hydra.run.dir={mixed}", cwd=tmp_path)
+    prefs = PreferenceDataset.load(mixed / "checkpoints" / "final" / "preferences")
+    from_demos = (prefs.pairs.episode >= 0).all(axis=1)
+    assert from_demos.any() and (~from_demos).any()
+    rows = list(csv.DictReader((mixed / "metrics.csv").open()))
+    assert len(rows) > 1 and {int(r["comparisons"]) for r in rows} == {len(prefs)}
     bc = tmp_path / "bc"
     proc = run_cli("rlhp-train", *FAST, "pretrain=bc", f"pretrain.path={demos / 'dataset'}", "pretrain.epochs=2",
                    f"hydra.run.dir={bc}", cwd=tmp_path)

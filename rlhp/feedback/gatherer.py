@@ -59,6 +59,11 @@ class PreferenceGatherer(ABC):
     def num_pending(self) -> int:
         """Queries added and not yet answered."""
 
+    def decline(self, ids: np.ndarray) -> None:
+        """Queries the querent published that another teacher answers (see :class:`MixedGatherer`): a
+        gatherer that finds published queries by itself must not wait for these (nothing to do here)."""
+        return None
+
     def metrics(self) -> dict[str, float]:
         """Figures about the last gathering, logged with the round (none unless overridden)."""
         return {}

@@ -81,6 +81,10 @@ class HumanGatherer(PreferenceGatherer):
         if expired:
             log.info("%d unanswered queries expired (gatherer.max_pending=%d)", expired, self.max_pending)
 
+    def decline(self, ids: np.ndarray) -> None:
+        """Withdraw these published queries from the page: another teacher labels them."""
+        self.store.withdraw(ids)
+
     def __call__(self) -> Answers:
         """Wait as configured, then take every answered query."""
         if self._server is not None and not self._server.alive():

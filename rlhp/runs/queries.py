@@ -212,6 +212,12 @@ class QueryStore:
                 "OFFSET ?)", (keep,))
             return cursor.rowcount
 
+    def withdraw(self, ids: np.ndarray) -> None:
+        """Expire these queries unless answered: another teacher labels them, so nobody is asked."""
+        with self._transaction() as db:
+            db.executemany("UPDATE queries SET state = 'expired' WHERE id = ? AND state = 'pending' AND NOT EXISTS "
+                           "(SELECT 1 FROM answers a WHERE a.query_id = queries.id)", [(int(q),) for q in ids])
+
     def untake(self, from_round: int) -> None:
         """Give back the labels taken in rounds ``from_round`` and later (a resumed run takes them again)."""
         with self._transaction() as db:
