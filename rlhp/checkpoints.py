@@ -27,6 +27,7 @@ from rlhp.errors import DataError
 from rlhp.loop import PreferenceComparisons
 from rlhp.runs import RunFolder
 from rlhp.runs.folder import HALF_WRITTEN
+from rlhp.stops import interrupts_held
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,12 @@ def set_global_random_state(state: dict[str, Any]) -> None:
 def save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg: DictConfig,
                     overrides: list[str], reward_net_config: dict) -> Path:
     """Write ``checkpoints/<name>`` into a temporary folder, then rename it: never half a checkpoint."""
+    with interrupts_held():
+        return _save_checkpoint(run, loop, name, cfg, overrides, reward_net_config)
+
+
+def _save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg: DictConfig,
+                     overrides: list[str], reward_net_config: dict) -> Path:
     path = run.checkpoint(name)
     tmp = path.with_name(name + HALF_WRITTEN)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType, TracebackType
 
 from rlhp.logs import CONSOLE
@@ -39,3 +42,23 @@ class StopRequest:
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold a SIGINT that arrives inside the block and deliver it once the block ends.
+
+    A checkpoint cut short is worth nothing, and writers such as ``torch.save`` turn an interrupt
+    inside them into their own errors, so a Ctrl-C while one is written waits the second it takes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, None)
