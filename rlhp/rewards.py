@@ -7,6 +7,7 @@ runs in one batched matrix multiply; the basic net is the one-member case.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -66,6 +67,21 @@ class RunningNorm(nn.Module):
         self.mean.zero_(), self.var.fill_(1), self.count.zero_()
 
 
+class RewardInputs(NamedTuple):
+    """Transitions encoded for the reward MLPs; every field has the same leading shape."""
+
+    x: torch.Tensor
+    """(*lead, in_dim): the reward MLP's input."""
+    states: torch.Tensor | None
+    """(*lead, 2, obs_dim): s and s' for the shaping potential, or None without shaping."""
+    done: torch.Tensor | None
+    """(*lead): 1.0 where the episode ended (for the potential), or None without shaping."""
+
+    def select(self, idx: torch.Tensor) -> RewardInputs:
+        """The transitions at ``idx`` along the leading axes (any index tensor torch accepts)."""
+        return RewardInputs(*(None if t is None else t[idx] for t in self))
+
+
 class RewardNet(nn.Module):
     """Learned reward r(s, a, s', done), one scalar per member per transition.
 
@@ -120,6 +136,11 @@ class RewardNet(nn.Module):
         self.std_coef = std_coef
 
     @property
+    def input_dim(self) -> int:
+        """Width of the reward MLP's input (of :meth:`encode`'s ``x``)."""
+        return self.mlp.weights[0].shape[1]
+
+    @property
     def device(self) -> torch.device:
         """Where the net's weights are (its inputs must be there too)."""
         return self.mlp.weights[0].device
@@ -156,32 +177,43 @@ class RewardNet(nn.Module):
             self.state_norm.reset()
             self.state_norm(torch.cat([state, next_state]), update=True)
 
-    def forward(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
-                per_member: bool = False) -> torch.Tensor:
-        """Rewards of shape (members, *lead) for inputs with leading shape ``lead``.
+    def encode(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor
+               ) -> RewardInputs:
+        """Transitions with leading shape ``lead`` as the MLPs see them (standardised and clipped)."""
+        lead = tuple(dones.shape)
+        x, state, next_state, done = self._inputs(obs, acts, next_obs, dones)
+        x = self._standardise(x, self.input_norm)
+        if self.potential is None:
+            return RewardInputs(x.reshape(*lead, x.shape[-1]), None, None)
+        states = torch.stack([state, next_state], dim=1).reshape(*lead, 2, state.shape[-1])
+        if self.state_norm is not None:
+            states = self._standardise(states, self.state_norm)
+        return RewardInputs(x.reshape(*lead, x.shape[-1]), states, done.reshape(lead))
+
+    def _standardise(self, x: torch.Tensor, norm: RunningNorm | None) -> torch.Tensor:
+        if norm is not None:
+            x = norm(x)
+        return x if self.input_clip is None else x.clamp(-self.input_clip, self.input_clip)
+
+    def score(self, inputs: RewardInputs, per_member: bool = False) -> torch.Tensor:
+        """Rewards of shape (members, *lead) for :meth:`encode`'s output with leading shape ``lead``.
 
         With ``per_member`` the inputs' first axis is the member axis (each member scores its
         own transitions, as in bootstrapped training) and the output keeps that shape.
         """
-        lead = tuple(dones.shape)
+        lead = tuple(inputs.x.shape[:-1])
         groups = lead[0] if per_member else 1
-        x, state, next_state, done = self._inputs(obs, acts, next_obs, dones)
-        if self.input_norm is not None:
-            x = self.input_norm(x)
-        if self.input_clip is not None:
-            x = x.clamp(-self.input_clip, self.input_clip)
-        rew = self.mlp(x.reshape(groups, -1, x.shape[-1]))
-        if self.potential is not None:
-            states = torch.stack([state, next_state])
-            if self.state_norm is not None:
-                states = self.state_norm(states)
-                if self.input_clip is not None:
-                    states = states.clamp(-self.input_clip, self.input_clip)
-            states = states.reshape(2, groups, -1, state.shape[-1]).transpose(0, 1)
-            phi = self.potential(states.reshape(groups, -1, state.shape[-1]))
-            phi, next_phi = phi.reshape(self.members, 2, -1).unbind(1)
-            rew = rew + self.shaping_gamma * next_phi * (1 - done.reshape(groups, -1)) - phi
+        rew = self.mlp(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
+        if inputs.states is not None:
+            phi = self.potential(inputs.states.reshape(groups, -1, inputs.states.shape[-1]))
+            phi, next_phi = phi.reshape(self.members, -1, 2).unbind(-1)
+            rew = rew + self.shaping_gamma * next_phi * (1 - inputs.done.reshape(groups, -1)) - phi
         return rew.reshape(self.members, *(lead[1:] if per_member else lead))
+
+    def forward(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
+                per_member: bool = False) -> torch.Tensor:
+        """Rewards of shape (members, *lead) for inputs with leading shape ``lead`` (see :meth:`score`)."""
+        return self.score(self.encode(obs, acts, next_obs, dones), per_member)
 
     @torch.inference_mode()
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,

@@ -7,6 +7,7 @@ whole ensemble is one forward and one backward pass.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,8 +15,8 @@ import torch
 
 from rlhp.data import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
-from rlhp.preference_model import discounted_returns, preference_logprobs
-from rlhp.rewards import RewardNet
+from rlhp.preference_model import discounted_returns, preference_logprobs, preference_loss
+from rlhp.rewards import RewardInputs, RewardNet
 
 
 class PairScores(NamedTuple):
@@ -72,6 +73,7 @@ class RewardTrainer:
     """
 
     WEIGHT_DECAY_RANGE = 100.0
+    ENCODE_ONCE_BYTES = 2**30
 
     def __init__(self, reward_net: RewardNet, rng: np.random.Generator, lr: float = 1e-3, batch_size: int = 32,
                  minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
@@ -100,26 +102,40 @@ class RewardTrainer:
         self.net.load_state_dict(state["net"])
         self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
 
-    def scores(self, returns: torch.Tensor, labels: torch.Tensor) -> PairScores:
-        """Per-pair cross-entropy, correctness (on pairs with a preference) and tie gap, for returns
+    def loss(self, returns: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Per-pair cross-entropy between the predicted preference and the label, for returns
         (..., 2) and labels (...)."""
-        first, second = preference_logprobs(returns, self.noise_prob, self.threshold)
-        loss = -(labels * first + (1 - labels) * second)
-        decided = (labels != 0.5).float()
-        correct = ((first > second) == (labels > 0.5)).float() * decided
-        tie_gap = (first.detach().exp() - 0.5).abs() * (1 - decided)
-        return PairScores(loss, correct, decided, tie_gap)
+        return preference_loss(returns, labels, self.noise_prob, self.threshold)
 
-    def _returns(self, inputs: tuple[torch.Tensor, ...], idx: torch.Tensor) -> torch.Tensor:
-        rews = self.net(*(x[idx] for x in inputs), per_member=idx.dim() == 2)
+    def scores(self, returns: torch.Tensor, labels: torch.Tensor) -> PairScores:
+        """:meth:`loss`, correctness (on pairs with a preference) and tie gap, for returns (..., 2)
+        and labels (...)."""
+        decided = (labels != 0.5).float()
+        # P(first preferred) rises with the difference of returns: > 1/2 exactly when it is > 0.
+        diff = (returns[..., 0] - returns[..., 1]).detach()
+        correct = ((diff > 0) == (labels > 0.5)).float() * decided
+        tie_gap = (preference_logprobs(returns.detach(), self.noise_prob, self.threshold)[0].exp() - 0.5).abs()
+        return PairScores(self.loss(returns, labels), correct, decided, tie_gap * (1 - decided))
+
+    def _encoder(self, raw: tuple[torch.Tensor, ...]) -> Callable[[torch.Tensor], RewardInputs]:
+        """The encoded transitions of the pairs at an index: encoded once here when they fit in
+        ``ENCODE_ONCE_BYTES`` (the encoding has nothing to learn), else per batch (large images)."""
+        if self.net.input_dim * raw[-1].numel() * 4 > self.ENCODE_ONCE_BYTES:
+            return lambda idx: self.net.encode(*(x[idx] for x in raw))
+        with torch.no_grad():
+            return self.net.encode(*raw).select
+
+    def _returns(self, inputs: Callable[[torch.Tensor], RewardInputs], idx: torch.Tensor) -> torch.Tensor:
+        rews = self.net.score(inputs(idx), per_member=idx.dim() == 2)
         return discounted_returns(rews, self.discount_factor)
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
         pairs: FragmentPairs = dataset.pairs
         device = self.net.device
-        inputs = pairs.tensors(device)
-        self.net.fit_input_norm(*inputs)
+        raw = pairs.tensors(device)
+        self.net.fit_input_norm(*raw)
+        inputs = self._encoder(raw)
         labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
@@ -134,16 +150,17 @@ class RewardTrainer:
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
-            totals = torch.zeros(4, device=device)
+            seen = []  # each batch's returns as it was trained on: the epoch's figures come from them at once
             for start in range(0, shuffled.shape[1], self.batch_size):
                 batch = shuffled[:, start:start + self.batch_size]
                 self.optimizer.zero_grad(set_to_none=True)
                 for mini in batch.split(self.minibatch_size, dim=1):
-                    scores = self.scores(self._returns(inputs, mini), labels[mini])
+                    returns = self._returns(inputs, mini)
                     # Members are independent, so summing their losses trains each at full rate.
-                    (scores.loss.sum() / batch.shape[1]).backward()
-                    totals += scores.totals()
+                    (self.loss(returns, labels[mini]).sum() / batch.shape[1]).backward()
+                    seen.append(returns.detach())
                 self.optimizer.step()
+            totals = self.scores(torch.cat(seen, dim=1), labels[shuffled]).totals()
             metrics = summarise(totals, shuffled.numel(), "reward_")
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
@@ -151,7 +168,7 @@ class RewardTrainer:
         return metrics
 
     @torch.no_grad()
-    def _validate(self, inputs: tuple[torch.Tensor, ...], labels: torch.Tensor, val: torch.Tensor,
+    def _validate(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor, val: torch.Tensor,
                   train_loss: float) -> dict[str, float]:
         metrics = summarise(self.scores(self._returns(inputs, val), labels[val]).totals(), len(val), "val_")
         if self.weight_decay_adapt is not None:

@@ -43,8 +43,9 @@ def make_net(members: int) -> RewardNet:
     return RewardNet(env.observation_space, env.action_space, members=members, **kwargs)
 
 
-def best_of(fn, repeats: int = 3) -> float:
-    """Fastest wall time of ``repeats`` calls."""
+def best_of(fn, repeats: int = 5) -> float:
+    """Fastest wall time of ``repeats`` calls after one untimed warm-up call (allocator, caches)."""
+    fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -135,7 +136,7 @@ def main() -> None:
                            ("forward, basic net", "forward_pairs_per_s", "loop_forward_pairs_per_s"),
                            ("train, 5-member ensemble", "ensemble5_train_pairs_per_s", None),
                            ("forward, 5-member ensemble", "ensemble5_forward_pairs_per_s", None)):
-        loop = f"{result[ref]:15,.0f}{result[key] / result[ref]:9.0f}x" if ref else ""
+        loop = f"{result[ref]:15,.0f}{result[key] / result[ref]:9.1f}x" if ref else ""
         print(f"{name:28}{result[key]:12,.0f}{loop}")
     print("\none round of the default CartPole loop (round 1), seconds")
     for phase, secs in result["round_s"].items():

@@ -7,7 +7,7 @@ import torch
 from helpers import random_pairs
 
 from rlhp.data import PreferenceDataset
-from rlhp.preference_model import discounted_returns, preference_logprobs
+from rlhp.preference_model import discounted_returns, preference_logprobs, preference_loss
 
 
 def sigmoid(x: float) -> float:
@@ -66,8 +66,7 @@ def test_the_loss_gradient_is_sigmoid_of_the_difference_minus_the_label_inside_t
     diff = torch.tensor([-60.0, -3.0, -0.5, 0.0, 0.7, 4.0, 60.0])
     labels = torch.tensor([1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 0.0])
     returns = torch.stack([diff, torch.zeros_like(diff)], dim=-1).requires_grad_()
-    first, second = preference_logprobs(returns, threshold=50.0)
-    (-(labels * first + (1 - labels) * second)).sum().backward()
+    preference_loss(returns, labels, threshold=50.0).sum().backward()
     inside = diff.abs() < 50
     want = torch.sigmoid(diff) - labels
     torch.testing.assert_close(returns.grad[inside, 0], want[inside])
@@ -79,8 +78,17 @@ def test_swapping_the_fragments_and_flipping_the_label_leaves_the_loss_unchanged
     returns = torch.randn(50, 2) * 5
     labels = torch.rand(50)
     for noise in (0.0, 0.1):
-        first, second = preference_logprobs(returns, noise_prob=noise)
-        swapped_first, swapped_second = preference_logprobs(returns.flip(-1), noise_prob=noise)
-        loss = -(labels * first + (1 - labels) * second)
-        swapped = -((1 - labels) * swapped_first + labels * swapped_second)
-        torch.testing.assert_close(loss, swapped)
+        loss = preference_loss(returns, labels, noise_prob=noise)
+        torch.testing.assert_close(loss, preference_loss(returns.flip(-1), 1 - labels, noise_prob=noise))
+
+
+def test_the_fused_noiseless_loss_equals_the_cross_entropy_of_the_log_probabilities():
+    returns = (torch.randn(200, 2) * 40).requires_grad_()  # some differences beyond the clip
+    labels = torch.rand(200).round() * torch.rand(200).ge(0.2) + torch.rand(200).lt(0.2) * 0.5
+    fused = preference_loss(returns, labels, threshold=50.0)
+    (fused_grad,) = torch.autograd.grad(fused.sum(), returns)
+    first, second = preference_logprobs(returns, threshold=50.0)
+    general = -(labels * first + (1 - labels) * second)
+    (general_grad,) = torch.autograd.grad(general.sum(), returns)
+    torch.testing.assert_close(fused, general)
+    torch.testing.assert_close(fused_grad, general_grad)

@@ -46,6 +46,19 @@ def test_gradient_accumulation_matches_full_batch():
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("shaping_gamma", [None, 0.99])
+def test_encoding_once_trains_exactly_as_encoding_each_batch(monkeypatch, shaping_gamma):
+    nets = []
+    for limit in (RewardTrainer.ENCODE_ONCE_BYTES, 0):  # 0: too big to hold, as large images are
+        monkeypatch.setattr(RewardTrainer, "ENCODE_ONCE_BYTES", limit)
+        torch.manual_seed(0)
+        net = RewardNet(*spaces(), members=3, shaping_gamma=shaping_gamma)
+        RewardTrainer(net, np.random.default_rng(0), epochs=2, val_split=0.2).train(labelled(64))
+        nets.append(net)
+    for a, b in zip(nets[0].parameters(), nets[1].parameters()):
+        torch.testing.assert_close(a, b)
+
+
 def test_batch_must_be_multiple_of_minibatch():
     with pytest.raises(ValueError, match="multiple"):
         RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), batch_size=32, minibatch_size=5)
@@ -139,7 +152,7 @@ def test_each_member_gets_the_gradient_it_would_get_trained_alone():
         alone = RewardNet(*spaces(), members=1, normalize_input=False)
         alone.load_state_dict({k: v[m:m + 1] if k.startswith("mlp.") else v for k, v in start.items()})
         solo = RewardTrainer(alone, np.random.default_rng(0))
-        scores = solo.scores(solo._returns(ds.pairs.tensors(), idx[m:m + 1]), torch.as_tensor(ds.labels)[idx[m]])
-        (scores.loss.sum() / idx.shape[1]).backward()
+        returns = solo._returns(solo._encoder(ds.pairs.tensors()), idx[m:m + 1])
+        (solo.loss(returns, torch.as_tensor(ds.labels)[idx[m]]).sum() / idx.shape[1]).backward()
         for (name, together), own in zip(ensemble.named_parameters(), alone.parameters()):
             torch.testing.assert_close(together.grad[m], own.grad[0], msg=name)
