@@ -32,7 +32,9 @@ class BatchedMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(members or 1, N, in_dim) -> (members, N)."""
         last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+        # Read from the lists' dicts: ParameterList's own iterator parses a string index per item,
+        # which costs 8% of training on CartPole-sized batches.
+        for i, (w, b) in enumerate(zip(self.weights._parameters.values(), self.biases._parameters.values())):
             x = torch.baddbmm(b, x.expand(w.shape[0], -1, -1), w) if i == 0 else torch.baddbmm(b, x, w)
             if i < last:
                 x = torch.relu(x)
