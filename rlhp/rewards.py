@@ -165,7 +165,8 @@ class RewardNet(nn.Module):
         done = dones.reshape(-1, 1).float()
         parts = [state if use_state else None, self._flat(acts, self.action_space, lead) if use_action else None,
                  next_state if use_next_state else None, done if use_done else None]
-        x = torch.cat([p for p in parts if p is not None], dim=-1)
+        used = [p for p in parts if p is not None]
+        x = used[0] if len(used) == 1 else torch.cat(used, dim=-1)
         return x, state, next_state, done
 
     @torch.no_grad()
@@ -223,7 +224,8 @@ class RewardNet(nn.Module):
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
                      update_stats: bool = True) -> np.ndarray:
         """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""
-        rew = self(*(torch.as_tensor(np.asarray(a), device=self.device) for a in (obs, acts, next_obs, dones)))
+        device = self.device  # once: it runs on every env step of the agent
+        rew = self(*(torch.as_tensor(np.asarray(a), device=device) for a in (obs, acts, next_obs, dones)))
         out = rew.mean(0)
         if self.members > 1 and self.std_coef:
             out = out + self.std_coef * rew.std(0)
