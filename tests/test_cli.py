@@ -59,13 +59,14 @@ def test_default_run_writes_everything(train):
 
 def test_a_short_cartpole_run_learns_beyond_a_random_policy_and_logs_every_round_to_wandb(tmp_path):
     run_dir = tmp_path / "run"
-    run_cli("rlhp-train", "logger=wandb", "total_timesteps=61440", "total_comparisons=200", "num_iterations=6",
+    # 92k steps: at 61k, seed 0 was still at 38 (seeds 1 and 2: 170 and 160); at 92k it is at 105.
+    run_cli("rlhp-train", "logger=wandb", "total_timesteps=92160", "total_comparisons=200", "num_iterations=6",
             "evaluation.episodes=10", f"hydra.run.dir={run_dir}", cwd=tmp_path)
     result = json.loads((run_dir / "eval.json").read_text())
     venv = GymEnv(FIXED_HORIZON_CARTPOLE).make(seed=20_000, n_envs=10)
     venv.action_space.seed(0)
     random_return = np.mean([t.rews.sum() for t in rollout(venv, random_policy(venv.action_space), episodes=10)])
-    # Seed 0 reaches 125 (seed 1: 500) where a random policy scores about 24.
+    # A random policy scores about 24.
     assert result["true_return_mean"] > 3 * random_return and result["reward_correlation"] > 0.7
     history, csv_rows = wandb_history(run_dir), rows(run_dir)
     assert len(history) == len(csv_rows) == 7
