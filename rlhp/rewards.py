@@ -187,13 +187,13 @@ class RewardNet(nn.Module):
         """Transitions with leading shape ``lead`` as the MLPs see them (standardised and clipped)."""
         lead = tuple(dones.shape)
         x, state, next_state, done = self._inputs(obs, acts, next_obs, dones)
-        x = self._standardise(x, self.input_norm)
+        x = self._standardise(x, self.input_norm).reshape(*lead, x.shape[-1])
         if self.potential is None:
-            return RewardInputs(x.reshape(*lead, x.shape[-1]), None, None)
+            return RewardInputs(x, None, None)
         states = torch.stack([state, next_state], dim=1).reshape(*lead, 2, state.shape[-1])
         if self.state_norm is not None:
             states = self._standardise(states, self.state_norm)
-        return RewardInputs(x.reshape(*lead, x.shape[-1]), states, done.reshape(lead))
+        return RewardInputs(x, states, done.reshape(lead))
 
     def _standardise(self, x: torch.Tensor, norm: RunningNorm | None) -> torch.Tensor:
         if norm is not None:

@@ -15,7 +15,7 @@ import torch
 
 from rlhp.data import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
-from rlhp.preference_model import discounted_returns, preference_logprobs, preference_loss
+from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
 
 
@@ -112,7 +112,7 @@ class RewardTrainer:
         and labels (...)."""
         decided = (labels != 0.5).float()
         # P(first preferred) rises with the difference of returns: > 1/2 exactly when it is > 0.
-        diff = (returns[..., 0] - returns[..., 1]).detach()
+        diff = clipped_difference(returns.detach(), self.threshold)
         correct = ((diff > 0) == (labels > 0.5)).float() * decided
         tie_gap = (preference_logprobs(returns.detach(), self.noise_prob, self.threshold)[0].exp() - 0.5).abs()
         return PairScores(self.loss(returns, labels), correct, decided, tie_gap * (1 - decided))
