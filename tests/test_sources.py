@@ -91,10 +91,13 @@ def test_sampling_takes_the_freshest_training_episodes_first_and_gives_explorati
     explored = got[2:]
     assert sum(map(len, explored)) >= 400 and all(len(t) == 500 for t in explored)
     assert all(t.acts.mean() > 0.3 for t in explored)  # random actions, not the agent's zeros
-    assert source.recorder.finished == []  # sampled episodes are not sampled again
+    assert source.recorder.finished == [old]  # the one left over waits; sampled ones are not sampled again
     assert source.metrics() == {"sampled_from_training_steps": 400, "sampled_rollout_steps": 0,
                                 "sampled_exploration_steps": sum(map(len, explored))}
     source.exploration_frac = 0.0
+    newer = trajectory(200, offset=3000)
+    source.recorder.finished.append(newer)  # an episode that training finished since
+    assert source.sample(300) == [newer, old] and source.recorder.finished == []
     topped_up = source.sample(300)  # nothing fresh left: rollouts of the agent's own policy
     assert sum(map(len, topped_up)) >= 300 and all((t.acts == 0).all() for t in topped_up)
     assert source.metrics()["sampled_exploration_steps"] == 0

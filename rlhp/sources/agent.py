@@ -137,10 +137,16 @@ class AgentTrainer(TrajectorySource, Agent):
         return self.algorithm.predict(obs, deterministic=False)[0]
 
     def sample(self, steps: int) -> list[Trajectory]:
-        """Freshest training episodes first, topped up by rollouts; a share from exploration."""
+        """Freshest training episodes first (those left over from the last sample next), topped up by
+        rollouts; a share from exploration."""
         unsupervised = self._pretrain_unsupervised()
         explore = int(round(self.exploration_frac * steps))
-        fresh = take(reversed(self.recorder.pop_finished()), steps - explore)
+        finished = self.recorder.pop_finished()
+        fresh = take(reversed(finished), steps - explore)
+        # The freshest of the rest wait for the next sample (up to one sample's worth): on a fixed
+        # horizon every env copy finishes at once, so a round's training yields all or nothing, and
+        # topping up by rollouts costs env steps that training on the true reward never takes.
+        self.recorder.finished = take(reversed(finished[:len(finished) - len(fresh)]), steps - explore)[::-1]
         from_training = sum(map(len, fresh))
         if steps - explore > from_training:
             fresh += rollout(self.sample_venv, self.policy, steps - explore - from_training)
