@@ -87,8 +87,12 @@ class RewardInputs(NamedTuple):
     """(*lead): 1.0 where the episode ended (for the potential), or None without shaping."""
 
     def select(self, idx: torch.Tensor) -> RewardInputs:
-        """The transitions at ``idx`` along the leading axes (any index tensor torch accepts)."""
-        return RewardInputs(*(None if t is None else t[idx] for t in self))
+        """The rows at the integer index tensor ``idx`` (any shape) along the first axis, so the
+        result's leading shape is ``idx.shape``."""
+        # index_select copies whole rows: twice as fast as advanced indexing for an ensemble's batch.
+        flat = idx.reshape(-1)
+        return RewardInputs(*(None if t is None else t.index_select(0, flat).view(*idx.shape, *t.shape[1:])
+                              for t in self))
 
 
 class RewardNet(nn.Module):
