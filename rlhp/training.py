@@ -150,17 +150,19 @@ class RewardTrainer:
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
+            shuffled_labels = labels[shuffled]
             seen = []  # each batch's returns as it was trained on: the epoch's figures come from them at once
             for start in range(0, shuffled.shape[1], self.batch_size):
-                batch = shuffled[:, start:start + self.batch_size]
+                stop = min(start + self.batch_size, shuffled.shape[1])
                 self.optimizer.zero_grad(set_to_none=True)
-                for mini in batch.split(self.minibatch_size, dim=1):
-                    returns = self._returns(inputs, mini)
+                for mini in range(start, stop, self.minibatch_size):
+                    part = slice(mini, min(mini + self.minibatch_size, stop))
+                    returns = self._returns(inputs, shuffled[:, part])
                     # Members are independent, so summing their losses trains each at full rate.
-                    (self.loss(returns, labels[mini]).sum() / batch.shape[1]).backward()
+                    (self.loss(returns, shuffled_labels[:, part]).sum() / (stop - start)).backward()
                     seen.append(returns.detach())
                 self.optimizer.step()
-            totals = self.scores(torch.cat(seen, dim=1), labels[shuffled]).totals()
+            totals = self.scores(torch.cat(seen, dim=1), shuffled_labels).totals()
             metrics = summarise(totals, shuffled.numel(), "reward_")
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
