@@ -234,7 +234,8 @@ class RewardNet(nn.Module):
                      update_stats: bool = True) -> np.ndarray:
         """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""
         device = self.device  # once: it runs on every env step of the agent
-        rew = self.score(self.encode(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones))))
+        # forward, not __call__: there are no hooks to run, and this runs on every env step.
+        rew = self.forward(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones)))
         out = rew.mean(0)
         if self.members > 1 and self.std_coef:
             out = out + self.std_coef * rew.std(0)

@@ -141,15 +141,16 @@ class AgentTrainer(TrajectorySource, Agent):
         rollouts; a share from exploration."""
         unsupervised = self._pretrain_unsupervised()
         explore = int(round(self.exploration_frac * steps))
+        wanted = steps - explore
         finished = self.recorder.pop_finished()
-        fresh = take(reversed(finished), steps - explore)
+        fresh = take(reversed(finished), wanted)
         # The freshest of the rest wait for the next sample (up to one sample's worth): on a fixed
         # horizon every env copy finishes at once, so a round's training yields all or nothing, and
         # topping up by rollouts costs env steps that training on the true reward never takes.
-        self.recorder.finished = take(reversed(finished[:len(finished) - len(fresh)]), steps - explore)[::-1]
+        self.recorder.finished = take(reversed(finished[:len(finished) - len(fresh)]), wanted)[::-1]
         from_training = sum(map(len, fresh))
-        if steps - explore > from_training:
-            fresh += rollout(self.sample_venv, self.policy, steps - explore - from_training)
+        if wanted > from_training:
+            fresh += rollout(self.sample_venv, self.policy, wanted - from_training)
         explored: list[Trajectory] = []
         if explore:
             exploring = mixed_policy(self.policy, self.sample_venv.action_space, self.rng, self.random_prob,
