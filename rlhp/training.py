@@ -126,8 +126,7 @@ class RewardTrainer:
             return self.net.encode(*raw).select
 
     def _returns(self, inputs: Callable[[torch.Tensor], RewardInputs], idx: torch.Tensor) -> torch.Tensor:
-        rews = self.net.score(inputs(idx), per_member=idx.dim() == 2)
-        return discounted_returns(rews, self.discount_factor)
+        return self.net.returns(inputs(idx), self.discount_factor, per_member=idx.dim() == 2)
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""

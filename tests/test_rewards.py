@@ -1,9 +1,11 @@
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 from helpers import random_pairs, spaces
 
 from rlhp.data import PreferenceDataset
+from rlhp.preference_model import discounted_returns
 from rlhp.rewards import RewardNet, RunningNorm
 from rlhp.training import RewardTrainer
 
@@ -46,6 +48,22 @@ def test_per_member_inputs_score_each_member_on_its_own_rows():
     assert out.shape == (3, 2, 2, 4)
     for m in range(3):
         torch.testing.assert_close(out[m], full[m, idx[m]])
+
+
+@pytest.mark.parametrize("members", [1, 3])
+@pytest.mark.parametrize("discount_factor", [1.0, 0.9])
+@pytest.mark.parametrize("shaping_gamma", [None, 0.9])
+def test_returns_and_their_gradients_equal_the_discounted_sum_of_per_step_rewards(members, discount_factor,
+                                                                                  shaping_gamma):
+    net = RewardNet(*spaces(), members=members, shaping_gamma=shaping_gamma)
+    inputs = net.encode(*(t[torch.arange(3 * members).reshape(members, 3)] for t in random_pairs(9, 6).tensors()))
+    returns = net.returns(inputs, discount_factor, per_member=True)
+    grads = torch.autograd.grad(returns.square().sum(), list(net.parameters()))
+    per_step = discounted_returns(net.score(inputs, per_member=True), discount_factor)
+    assert returns.shape == per_step.shape == (members, 3, 2)
+    torch.testing.assert_close(returns, per_step)
+    for got, want in zip(grads, torch.autograd.grad(per_step.square().sum(), list(net.parameters()))):
+        torch.testing.assert_close(got, want)
 
 
 def test_shaping_adds_gamma_next_potential_minus_potential():
