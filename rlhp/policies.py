@@ -1,4 +1,5 @@
-"""Policies as plain functions of a batch of observations, and the one way rlhp mixes in random actions."""
+"""Policies as plain functions of a batch of observations, the one way rlhp mixes in random actions, and
+exploration noise for deterministic off-policy agents."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.noise import ActionNoise
 
 Policy = Callable[[np.ndarray], np.ndarray]
 """Actions for a batch of observations, one per env copy."""
@@ -48,3 +50,32 @@ def mixed_policy(policy: Policy, action_space: gym.Space, rng: np.random.Generat
         return acts
 
     return act
+
+
+class GaussianActionNoise(ActionNoise):
+    """Gaussian exploration noise for a deterministic off-policy agent (TD3, DDPG), sized to the env.
+
+    ``std`` is in SB3's scaled action units (each action dimension's range mapped to [-1, 1]), so one
+    config serves every env: 0.1 is a tenth of each dimension's half-range (rl-baselines3-zoo's TD3
+    setting). The agent trainer calls :meth:`bind` with the env's action space before any learning.
+    """
+
+    def __init__(self, std: float = 0.1) -> None:
+        super().__init__()
+        if std < 0:
+            raise ValueError(f"std must be >= 0, got {std}")
+        self.std = std
+        self.shape: tuple[int, ...] | None = None
+
+    def bind(self, action_space: gym.spaces.Box) -> None:
+        """Draw noise of ``action_space``'s shape from now on."""
+        self.shape = action_space.shape
+
+    def __call__(self) -> np.ndarray:
+        """One draw, from NumPy's global generator as SB3's own noises do (seeded and saved with the run)."""
+        if self.shape is None:
+            raise RuntimeError("GaussianActionNoise.bind(action_space) was never called")
+        return np.random.normal(0.0, self.std, self.shape)
+
+    def __repr__(self) -> str:
+        return f"GaussianActionNoise(std={self.std})"

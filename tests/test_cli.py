@@ -106,12 +106,14 @@ def test_same_seed_same_preferences_and_return(train):
     ["env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100", "agent.batch_size=32",
      "reward_net=basic",
      "query_schedule=constant", "reward_net.use_action=true"],
+    ["env=gym", "env.id=Pendulum-v1", "agent=td3", "agent.learning_starts=100", "agent.batch_size=32",
+     "reward_net.use_action=true"],
     ["agent=a2c", "fragmenter=active", "fragmenter.uncertainty_on=probability",
      "query_schedule=inverse_quadratic", "reward_trainer.minibatch_size=8", "reward_net.shaping_gamma=0.99"],
     ["agent=dqn", "agent.learning_starts=100", "fragmenter=active", "fragmenter.uncertainty_on=label",
      "trajectories.exploration_frac=0.5", "reward_trainer.val_split=0.2", "reward_trainer.weight_decay=1e-3",
      "reward_trainer.weight_decay_adapt=2"],
-], ids=["pendulum-sac-basic-constant", "a2c-active-probability", "dqn-active-label-explore"])
+], ids=["pendulum-sac-basic-constant", "pendulum-td3", "a2c-active-probability", "dqn-active-label-explore"])
 def test_every_option_runs(train, overrides):
     run_dir, _ = train(*overrides)
     metrics = rows(run_dir)

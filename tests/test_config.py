@@ -25,7 +25,7 @@ TRAIN_GROUPS = sorted(d.name for d in CONF.iterdir() if d.is_dir() and d.name no
                                                                                      *COLLECT_ONLY})
 PENDULUM = ["env=gym", "env.id=Pendulum-v1"]
 # What some options need beside them to build: an env whose actions they support, a path.
-NEEDS = {("env", "gym"): PENDULUM, ("agent", "sac"): PENDULUM}
+NEEDS = {("env", "gym"): PENDULUM, ("agent", "sac"): PENDULUM, ("agent", "td3"): PENDULUM}
 
 
 def options(group: str) -> list[str]:

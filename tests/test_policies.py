@@ -1,7 +1,8 @@
 import gymnasium as gym
 import numpy as np
+import pytest
 
-from rlhp.policies import mixed_policy, random_policy
+from rlhp.policies import GaussianActionNoise, mixed_policy, random_policy
 
 
 def always_zero(obs):
@@ -35,3 +36,17 @@ def test_random_policy_samples_the_seeded_space():
     assert acts.shape == (7, 2) and np.abs(acts).max() <= 1
     again = random_policy(gym.spaces.Box(-1, 1, (2,), seed=3))(np.zeros((7, 4)))
     np.testing.assert_array_equal(acts, again)
+
+
+def test_gaussian_action_noise_takes_the_action_spaces_shape_and_its_std():
+    noise = GaussianActionNoise(0.2)
+    with pytest.raises(RuntimeError, match="bind"):
+        noise()
+    noise.bind(gym.spaces.Box(-2.0, 2.0, (3,)))
+    np.random.seed(0)
+    draws = np.stack([noise() for _ in range(10_000)])
+    assert draws.shape == (10_000, 3)
+    np.testing.assert_allclose(draws.std(0), 0.2, rtol=0.03)
+    np.testing.assert_allclose(draws.mean(0), 0.0, atol=0.01)
+    with pytest.raises(ValueError, match="std"):
+        GaussianActionNoise(-0.1)

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 from helpers import trajectory
-from stable_baselines3 import DQN, PPO, SAC
+from stable_baselines3 import DQN, PPO, SAC, TD3
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ConfigError
 from rlhp.exploration import StateEntropyReward
-from rlhp.policies import random_policy
+from rlhp.policies import GaussianActionNoise, random_policy
 from rlhp.rewards import RewardNet
 from rlhp.rollout import rollout
 from rlhp.sources import AgentTrainer, DatasetSource
@@ -118,6 +118,7 @@ def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):
 @pytest.mark.parametrize(("algo", "env_id", "kwargs"), [
     (DQN, FIXED_HORIZON_CARTPOLE, {"learning_starts": 50, "train_freq": 4, "buffer_size": 300}),
     (SAC, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000}),
+    (TD3, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000, "action_noise": GaussianActionNoise(0.1)}),
 ])
 def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_reward(algo, env_id, kwargs):
     env = GymEnv(env_id, n_envs=2)

@@ -17,7 +17,7 @@ from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.exploration import StateEntropyReward
-from rlhp.policies import mixed_policy
+from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import RewardNet
 from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
@@ -65,6 +65,9 @@ class AgentTrainer(TrajectorySource, Agent):
         except AssertionError as err:  # SB3 asserts the spaces it supports
             raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
                               f"supports {self.venv.action_space} actions") from None
+        if isinstance(self.algorithm, OffPolicyAlgorithm) and isinstance(self.algorithm.action_noise,
+                                                                          GaussianActionNoise):
+            self.algorithm.action_noise.bind(self.venv.action_space)
         # SB3's default logger makes an empty /tmp/SB3-<time> folder on every learn() call; rlhp logs itself.
         self.algorithm.set_logger(Logger(folder=None, output_formats=[]))
         # Sampling uses its own envs so that it never cuts the agent's training episodes short.
