@@ -6,6 +6,7 @@ runs in one batched matrix multiply; the basic net is the one-member case.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -30,7 +31,7 @@ class BatchedMLP(nn.Module):
             bound = 1 / math.sqrt(fan_in)  # nn.Linear's default init, per member
             self.weights.append(nn.Parameter(torch.empty(members, fan_in, fan_out).uniform_(-bound, bound)))
             self.biases.append(nn.Parameter(torch.empty(members, 1, fan_out).uniform_(-bound, bound)))
-        self._out = str(len(hidden_sizes))  # the output layer's key in both lists
+        self.depth = len(hidden_sizes)  # hidden layers; the output layer's key in both lists is str(depth)
 
     @property
     def first_weight(self) -> torch.Tensor:
@@ -45,15 +46,15 @@ class BatchedMLP(nn.Module):
         """The last hidden layer's activations: (members or 1, N, in_dim) -> (members, N, width)."""
         # Read from the lists' dicts: ParameterList's own iterator parses a string index per item,
         # which costs 8% of training on CartPole-sized batches.
-        layers = zip(self.weights._parameters.values(), self.biases._parameters.values())
-        for i, (w, b) in zip(range(int(self._out)), layers):
+        hidden = zip(self.weights._parameters.values(), self.biases._parameters.values())
+        for i, (w, b) in enumerate(itertools.islice(hidden, self.depth)):
             x = torch.relu_(torch.baddbmm(b, x.expand(w.shape[0], -1, -1) if i == 0 else x, w))
         return x
 
     def head(self, h: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
         """The linear output layer, (members, N, width) -> (members, N), with its bias times
         ``bias_scale``: a weighted sum of rows' features then scores as the same sum of their outputs."""
-        w_out, b_out = self.weights._parameters[self._out], self.biases._parameters[self._out]
+        w_out, b_out = self.weights._parameters[str(self.depth)], self.biases._parameters[str(self.depth)]
         if bias_scale != 1.0:
             b_out = b_out * bias_scale
         if w_out.shape[0] == 1:
@@ -245,7 +246,7 @@ class RewardNet(nn.Module):
 
         Without shaping the output layer is linear, so it scores each fragment's discounted sum of
         features once instead of every step: the same returns, and a backward pass with no per-step
-        output to differentiate (a third less time for a CartPole ensemble's batch).
+        output to differentiate (15% less reward-training time in the CartPole loop).
         """
         if inputs.states is not None:
             return discounted_returns(self.score(inputs, per_member), discount_factor)

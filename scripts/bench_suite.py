@@ -60,6 +60,14 @@ def wall(runs: list[Run]) -> np.ndarray:
     return np.array([r.rows[-1]["wall_s"] for r in runs], dtype=float)
 
 
+def reward_share(runs: list[Run]) -> np.ndarray:
+    """Per run, reward training's share (%) of the loop's phase time (``time_*_s`` summed over rounds)."""
+    def share(run: Run) -> float:
+        phases = {k: sum(r.get(k) or 0.0 for r in run.rows) for k in run.rows[0] if k.startswith("time_")}
+        return 100 * phases["time_reward_training_s"] / sum(phases.values())
+    return np.array([share(r) for r in runs])
+
+
 def cell(values: np.ndarray, digits: int = 1) -> str:
     mean, half = mean_ci(values)
     return f"{mean:.{digits}f} ± {half:.{digits}f}" if np.isfinite(half) else f"{mean:.{digits}f}"
@@ -92,12 +100,13 @@ def main() -> None:
         ceiling = sweep(args.root / name / "ceiling",
                         [*base, "feedback=true_reward", seeds(ceiling_seeds)], args.jobs)
         rows = runs[0].rows[-1]
-        returns = final(runs)
+        returns, shares = final(runs), reward_share(runs)
         main_rows.append(
             f"| {name} | {cell(returns)} | {int((returns >= TARGETS.get(name, -np.inf)).sum())}/{len(returns)} "
             f"(≥ {TARGETS.get(name, '-')}) | {cell(final(ceiling))} | {int(rows['comparisons'])} | "
             f"{int(rows['timesteps']):,} | "
             f"{cell(wall(runs), 0)} | {np.mean(wall(runs)) / np.mean(wall(ceiling)):.2f}x | "
+            f"{shares.mean():.1f}% ({shares.min():.1f}-{shares.max():.1f}) | "
             f"`rlhp-train -m experiment={name} {seeds(args.seeds)}` (ceiling: `feedback=true_reward`) |")
         if args.label_experiments is not None and name not in args.label_experiments:
             continue
@@ -117,10 +126,11 @@ def main() -> None:
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
         f"on the env's own reward (`feedback=true_reward`, over {ceiling_seeds} seeds or all "
         "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
-        "ceiling's.", "",
-        "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling | command |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows,
-        *(f"| {name} | not yet run | | | | | | | `rlhp-train -m experiment={name} {seeds(args.seeds)}` |"
+        "ceiling's; reward training is its share of the loop's phase time (mean, and the range over runs).", "",
+        "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling "
+        "| reward training | command |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|", *main_rows,
+        *(f"| {name} | not yet run | | | | | | | | `rlhp-train -m experiment={name} {seeds(args.seeds)}` |"
           for name in args.not_run), "",
         f"Label efficiency: final true return, mean ± 95% CI over {args.label_seeds} seeds, by label budget.", "",
         f"| experiment | {' | '.join(f'{n} labels' for n in args.labels)} | command |",
