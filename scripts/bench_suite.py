@@ -121,7 +121,8 @@ def main() -> None:
         "# Benchmarks", "",
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
-        f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs}` on a "
+        f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs} "
+        f"--root {args.root}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
         f"on the env's own reward (`feedback=true_reward`, over {ceiling_seeds} seeds or all "
