@@ -7,11 +7,16 @@ import math
 import torch
 
 
+def discount_weights(steps: int, discount_factor: float, like: torch.Tensor) -> torch.Tensor:
+    """``discount_factor ** t`` for t < ``steps``, with ``like``'s dtype and device."""
+    return discount_factor ** torch.arange(steps, dtype=like.dtype, device=like.device)
+
+
 def discounted_returns(rews: torch.Tensor, discount_factor: float = 1.0) -> torch.Tensor:
     """Sum over the last (time) axis, step t weighted by ``discount_factor ** t``."""
     if discount_factor == 1.0:
         return rews.sum(-1)
-    return (rews * discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype, device=rews.device)).sum(-1)
+    return (rews * discount_weights(rews.shape[-1], discount_factor, rews)).sum(-1)
 
 
 def preference_logprobs(returns: torch.Tensor, noise_prob: float = 0.0, threshold: float = 50.0

@@ -16,7 +16,7 @@ import torch
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim, preprocess_obs
 from torch import nn
 
-from rlhp.preference_model import discounted_returns
+from rlhp.preference_model import discount_weights, discounted_returns
 
 
 class BatchedMLP(nn.Module):
@@ -258,7 +258,7 @@ class RewardNet(nn.Module):
         if discount_factor == 1.0:
             summed, weight = features.sum(2), float(steps)
         else:
-            weights = discount_factor ** torch.arange(steps, dtype=features.dtype, device=features.device)
+            weights = discount_weights(steps, discount_factor, features)
             summed, weight = (features * weights[:, None]).sum(2), float(weights.sum())
         return self.mlp.head(summed, bias_scale=weight).reshape(self.members, *lead[1 if per_member else 0:-1])
 
