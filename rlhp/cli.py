@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
 import logging
 import signal
 import sys
@@ -15,7 +16,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from rlhp.errors import RlhpError, StorageError
+from rlhp.errors import ConfigError, RlhpError, StorageError
 from rlhp.logs import FILE_ONLY
 
 # Errors of the disk, not of rlhp: reported as a StorageError naming the path.
@@ -76,14 +77,53 @@ def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> o
         sys.exit(130)
 
 
+EXTRAS = {
+    "hparams_search=": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
+    "hydra/sweeper=optuna": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
+    "hydra/launcher=ray": ("hydra_plugins.hydra_ray_launcher", "ray", "Hydra's Ray launcher"),
+}
+"""Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def missing_extra(overrides: list[str]) -> ConfigError | None:
+    """The config error for the first override whose feature needs an extra that is not installed."""
+    for override in overrides:
+        key = override.lstrip("+~")
+        for prefix, (module, extra, what) in EXTRAS.items():
+            if key.startswith(prefix) and not _installed(module):
+                return ConfigError(prefix.split("=")[0], f"needs {what}, which comes with an extra: "
+                                   f"pip install 'rlhp[{extra}]'")
+    return None
+
+
+def _require_extras(command: str) -> None:
+    """Refuse, in one line with exit code 2, an override whose feature is not installed (before Hydra reads it)."""
+    error = missing_extra(sys.argv[1:])
+    if error is not None:
+        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+
+
 def _leaving() -> None:
     """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
-def train_main(cfg: DictConfig) -> float:
+def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
+    _require_extras("rlhp-train")
+    _train_main()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def _train_main(cfg: DictConfig) -> float:
     from rlhp.run import train  # imported here so that --help answers without loading torch
 
     return _run("rlhp-train", train, cfg)

@@ -2,6 +2,8 @@
 
 import csv
 import json
+import subprocess
+import sys
 
 import datasets
 import numpy as np
@@ -237,3 +239,18 @@ def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
     assert {r["comparisons"] for r in rows} == {"0"} and int(rows[-1]["timesteps"]) >= 2048
     assert not (run_dir / "labels").exists() and not (run_dir / "trajectories").exists()
+
+
+@pytest.mark.parametrize(("override", "key", "what", "extra"), [
+    ("hparams_search=cartpole", "hparams_search", "Hydra's Optuna sweeper", "search"),
+    ("hydra/launcher=ray", "hydra/launcher", "Hydra's Ray launcher", "ray"),
+])
+def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_path, override, key, what, extra):
+    # The entry point as installed, with the extra's plugin absent (it is installed in the test venv).
+    code = ("import sys, rlhp.cli as cli; cli._installed = lambda module: False; "
+            "sys.argv = ['rlhp-train', '-m', sys.argv[1]]; cli.train_main()")
+    proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"rlhp-train: config error: config key `{key}` needs {what}, which comes with "
+                                   f"an extra: pip install 'rlhp[{extra}]'")
+    assert not list(tmp_path.iterdir())  # refused before Hydra made a folder

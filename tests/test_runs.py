@@ -41,3 +41,16 @@ def test_a_run_folder_reads_without_importing_the_loop(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[0] == "3 10.0 0.5 ['iter_0000', 'iter_0001']"
     assert RunFolder(tmp_path).checkpoint("final").is_dir()
+
+
+def test_training_never_imports_the_web_server_and_the_server_never_imports_training():
+    code = ("import sys; import rlhp.run, rlhp.compose, rlhp.feedback; "
+            "server = [m for m in ('rlhp.annotate', 'rlhp.annotate.app', 'fastapi', 'uvicorn') if m in sys.modules]; "
+            "assert not server, server; "
+            "import rlhp.annotate.app")
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code = ("import sys; import rlhp.annotate.app, rlhp.annotate.server; "
+            "training = [m for m in ('rlhp.loop', 'rlhp.run', 'rlhp.compose', 'rlhp.training', 'stable_baselines3') "
+            "if m in sys.modules]; assert not training, training")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -7,10 +7,10 @@ import os
 import secrets
 import sys
 
-from rlhp.annotate import LOOPBACK
 from rlhp.annotate.export import export_labels
 from rlhp.annotate.server import serve
 from rlhp.errors import RlhpError
+from rlhp.runs.folder import LOOPBACK
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,10 +13,10 @@ from types import FrameType
 
 import uvicorn
 
-from rlhp.annotate import LOOPBACK
 from rlhp.annotate.app import create_app
 from rlhp.errors import ConfigError, NetworkError
 from rlhp.runs import RunFolder
+from rlhp.runs.folder import LOOPBACK
 
 
 def url_for(host: str, port: int, token: str | None) -> str:

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from rlhp.annotate import LOOPBACK
 from rlhp.data import FragmentPairs
 from rlhp.errors import ConfigError, NetworkError
 from rlhp.feedback.gatherer import Answers, PreferenceGatherer, no_answers
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder
+from rlhp.runs.folder import LOOPBACK
 from rlhp.runs.queries import QueryStore
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,9 @@ from rlhp.runs.metrics import read_metrics
 HALF_WRITTEN = ".tmp"
 """Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""Addresses only this machine reaches: a run's annotation server listens there without a token."""
+
 
 class RunLock:
     """An exclusive lock on a run folder while a run writes it (``flock`` on ``.lock``: the system
