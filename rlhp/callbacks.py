@@ -1,5 +1,7 @@
-"""What happens after each round besides learning: the progress bar, metrics.csv, trajectories,
-labels and checkpoints, each written so that a crash never leaves half a file."""
+"""What happens around the rounds besides learning, each a part of the ``callbacks`` config group: the
+progress bar, metrics.csv, trajectory files, the label journal and checkpoints, each written so that a
+crash never leaves half a file. A resumed run's callbacks first forget what rounds after its checkpoint
+wrote: the resumed run writes it again, identically."""
 
 from __future__ import annotations
 
@@ -8,34 +10,39 @@ import os
 import shutil
 from pathlib import Path
 
-import gymnasium as gym
-from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from rlhp.checkpoints import prune_checkpoints, save_checkpoint
+from rlhp.checkpoints import RunRecord, prune_checkpoints, save_checkpoint
 from rlhp.data import PreferenceDataset
 from rlhp.data.hf import dataset_metadata, trajectories_to_dataset
 from rlhp.data.hub import trajectories_card
+from rlhp.envs import GymEnv
 from rlhp.feedback import Answers
-from rlhp.loop import Metrics, PreferenceComparisons
+from rlhp.loop import AgentRounds, Callback, RoundResult
 from rlhp.runs import MetricsCSV, RunFolder
 from rlhp.runs.folder import HALF_WRITTEN
 
 log = logging.getLogger(__name__)
 
 
-class ProgressBar:
+class ProgressBar(Callback):
     """A tqdm bar over rounds showing timesteps, comparisons (and queries pending, with people),
     reward accuracy and true return.
 
     The round's whole metrics go to the log file, not the console.
     """
 
-    def __init__(self, total: int, done: int = 0) -> None:
-        self.bar = tqdm(total=total, initial=done, desc="rounds", unit="round", dynamic_ncols=True)
+    def __init__(self) -> None:
+        self.bar: tqdm | None = None
 
-    def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
+    def start(self, loop: AgentRounds) -> None:
+        """Open the bar at the rounds already done."""
+        self.bar = tqdm(total=loop.num_rounds, initial=loop.iteration, desc="rounds", unit="round",
+                        dynamic_ncols=True)
+
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
         """Advance one round."""
+        metrics = result.metrics
         shown = {"steps": metrics["timesteps"], "prefs": metrics["comparisons"]}
         for key, name, fmt in (("queries_pending", "pending", "{:.0f}"), ("reward_accuracy", "acc", "{:.2f}"),
                                ("true_return_mean", "return", "{:.1f}")):
@@ -43,22 +50,27 @@ class ProgressBar:
                 shown[name] = fmt.format(metrics[key])
         self.bar.set_postfix(shown, refresh=False)
         self.bar.update()
-        log.info("round %d: %s", metrics["iteration"], {k: round(v, 4) for k, v in metrics.items()})
+        log.info("round %d: %s", result.iteration, {k: round(v, 4) for k, v in metrics.items()})
 
     def close(self) -> None:
         """Close the bar."""
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
-class MetricsWriter:
+class MetricsWriter(Callback):
     """Appends each round's metrics to ``metrics.csv`` (every key, see :class:`~rlhp.runs.MetricsCSV`)."""
 
-    def __init__(self, csv: MetricsCSV) -> None:
-        self.csv = csv
+    def __init__(self, run: RunFolder) -> None:
+        self.csv = MetricsCSV(run.metrics_csv)
 
-    def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
+    def start(self, loop: AgentRounds) -> None:
+        """Drop the rows of rounds after the checkpoint."""
+        self.csv.keep_rounds(loop.iteration)
+
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
         """Write the round's row."""
-        self.csv.append(metrics)
+        self.csv.append(result.metrics)
 
 
 def forget_rounds(folder: Path, rounds: int) -> None:
@@ -73,80 +85,92 @@ def forget_rounds(folder: Path, rounds: int) -> None:
             path.unlink()
 
 
-class TrajectoryWriter:
+class TrajectoryWriter(Callback):
     """Appends each round's sampled trajectories to ``trajectories/`` as one new Parquet file
     (``round-XXXX.parquet``, never rewritten), beside a dataset card with the spaces and env, so the
     folder loads as a dataset (``trajectories=dataset trajectories.path=<run>/trajectories``)."""
 
-    def __init__(self, run: RunFolder, env_id: str, observation_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(self, run: RunFolder, env: GymEnv) -> None:
         self.folder = run.trajectories_dir
-        self.spaces = {"observation_space": observation_space, "action_space": action_space}
-        self.metadata = {"env_id": env_id, "policy": {"name": "rlhp-train agent", "source": str(run.path)}}
+        self.spaces = dict(zip(("observation_space", "action_space"), env.spaces()))
+        self.metadata = {"env_id": env.id, "policy": {"name": "rlhp-train agent", "source": str(run.path)}}
 
-    def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
+    def start(self, loop: AgentRounds) -> None:
+        """Delete the shards of rounds after the checkpoint."""
+        forget_rounds(self.folder, loop.iteration)
+
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
         """Write the round's shard (and the card, once)."""
-        if not loop.sampled:
+        if not result.sampled:
             return
-        ds = trajectories_to_dataset(loop.sampled, metadata=self.metadata, **self.spaces)
+        ds = trajectories_to_dataset(result.sampled, metadata=self.metadata, **self.spaces)
         if not (self.folder / "README.md").exists():
             self.folder.mkdir(parents=True, exist_ok=True)
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
             trajectories_card(meta).save(self.folder / "README.md")
-        shard = self.folder / f"round-{int(metrics['iteration']):04d}.parquet"
+        shard = self.folder / f"round-{result.iteration:04d}.parquet"
         tmp = shard.with_name(shard.name + HALF_WRITTEN)
         ds.to_parquet(str(tmp))
         os.replace(tmp, shard)
 
-    def forget_after(self, rounds: int) -> None:
-        """Delete the shards of rounds ``rounds`` and later (a resumed run writes them again)."""
-        forget_rounds(self.folder, rounds)
 
-
-class LabelJournal:
+class LabelJournal(Callback):
     """Saves every batch of labels the moment it is gathered, before training on it, as
     ``labels/round_XXXX/`` (a preference dataset): a crash in training loses no label."""
 
     def __init__(self, run: RunFolder) -> None:
         self.folder = run.labels_dir
 
-    def __call__(self, round_: int, answers: Answers) -> None:
+    def start(self, loop: AgentRounds) -> None:
+        """Delete the labels of rounds after the checkpoint (the resumed run gathers them again)."""
+        forget_rounds(self.folder, loop.iteration)
+
+    def on_labels(self, iteration: int, answers: Answers) -> None:
         """Save one round's labels, with who gave each, when, and whether it was skipped (label NaN)."""
         batch = PreferenceDataset()
         batch.push(answers.pairs, answers.labels, answers.ids)
-        batch.save(self.folder / f"round_{round_:04d}", annotator=answers.annotators, answered_at=answers.times,
+        batch.save(self.folder / f"round_{iteration:04d}", annotator=answers.annotators, answered_at=answers.times,
                    skipped=~answers.told)
 
-    def forget_after(self, rounds: int) -> None:
-        """Delete the labels of rounds ``rounds`` and later (a resumed run gathers them again)."""
-        forget_rounds(self.folder, rounds)
 
-
-class Checkpointer:
-    """Saves the whole loop to ``checkpoints/iter_XXXX`` every ``every`` rounds (0: only at the end)
-    and after the last, keeping the newest ``keep``; see :mod:`rlhp.checkpoints`.
+class Checkpointer(Callback):
+    """Saves the loop to ``checkpoints/iter_XXXX`` every ``every`` rounds (0: only at the end) and when
+    the run stops, keeping the newest ``keep``, and to ``checkpoints/final`` after the last round; see
+    :mod:`rlhp.checkpoints`.
 
     Args:
         run: the run folder.
+        record: the run's config and command-line overrides, saved in each checkpoint.
         every: rounds between checkpoints.
         keep: round checkpoints kept (``final/`` is extra).
-        cfg, overrides: the run's config and command-line overrides, saved in each checkpoint.
-        reward_net_config: the config that built the reward net, saved beside its weights.
     """
 
-    def __init__(self, run: RunFolder, every: int, keep: int, cfg: DictConfig, overrides: list[str],
-                 reward_net_config: dict) -> None:
-        self.run, self.every, self.keep = run, every, keep
-        self.cfg, self.overrides, self.reward_net_config = cfg, overrides, reward_net_config
+    order = 1  # after every other callback: a round's checkpoint never comes before the round's files
+
+    def __init__(self, run: RunFolder, record: RunRecord, every: int = 1, keep: int = 3) -> None:
+        if every < 0 or keep < 1:
+            raise ValueError(f"every must be >= 0 and keep >= 1, got every={every}, keep={keep}")
+        self.run, self.record, self.every, self.keep = run, record, every, keep
         self.saved_rounds = -1
 
-    def __call__(self, loop: PreferenceComparisons, metrics: Metrics) -> None:
-        """Save when due, and always after the last round."""
-        k = int(metrics["iteration"])
-        if loop.done or (self.every and k % self.every == 0):
-            self.save(loop, f"iter_{k:04d}")
+    def start(self, loop: AgentRounds) -> None:
+        """The checkpoint the run resumed from holds the rounds done."""
+        self.saved_rounds = loop.iteration
 
-    def save(self, loop: PreferenceComparisons, name: str) -> None:
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
+        """Save when due, and always after the last round."""
+        if loop.done or (self.every and result.iteration % self.every == 0):
+            self.save(loop, f"iter_{result.iteration:04d}")
+
+    def end(self, loop: AgentRounds) -> None:
+        """Save ``final`` after the last round, or the round a stop ended on (unless saved already)."""
+        if loop.done:
+            self.save(loop, "final")
+        elif self.saved_rounds != loop.iteration:
+            self.save(loop, f"iter_{loop.iteration - 1:04d}")
+
+    def save(self, loop: AgentRounds, name: str) -> None:
         """Write ``checkpoints/<name>`` and prune the old ones."""
-        save_checkpoint(self.run, loop, name, self.cfg, self.overrides, self.reward_net_config)
+        save_checkpoint(self.run, loop, name, self.record)
         self.saved_rounds = loop.iteration
         prune_checkpoints(self.run, self.keep)

@@ -1,21 +1,40 @@
-"""Checkpoints: written whole or not at all, and read back to resume a run where it stopped.
+"""Checkpoints: rlhp's one save contract, written whole or not at all and read back to resume a run.
 
-A checkpoint folder holds what a person reads without rlhp (``reward_net.pt``, ``trainer.pt``,
-``agent.zip``, ``preferences/``, ``state.json``, the run's ``config.yaml`` and ``overrides.yaml``)
-and ``resume.pt``: the loop with every part (envs, agent, replay buffer, reward model, optimisers,
-preference dataset, pending queries, the shared generator) pickled as one object graph, beside the
-global random states of Python, NumPy and torch. A resumed run therefore continues exactly as the
-uninterrupted one would. ``resume.pt`` is a pickle: load only run folders you trust.
+The contract: **a checkpoint is the loop pickled whole** (``resume.pt``: every part, with its envs, agent,
+replay buffer, reward model, optimisers, preference dataset, pending queries and the shared generator),
+beside the global random states of Python, NumPy and torch. A part needs no save code of its own; one
+that holds what pickle cannot take (a live process, a rendering env) says in ``__getstate__`` what builds
+it again. A resumed run therefore continues exactly as the uninterrupted one would.
+
+What keeps a round's checkpoint small, whatever the run's size:
+
+- Arrays of at least :data:`LARGE` bytes (a replay buffer's columns) are not in ``resume.pt``: they are
+  cut into :data:`CHUNK`-byte chunks stored in ``checkpoints/blobs/``, each named by its content hash and
+  shared by every checkpoint. A round writes only the chunks that changed (a buffer's newest transitions);
+  ``blobs.txt`` lists the chunks a checkpoint uses, and chunks no kept checkpoint uses are deleted.
+- Arrays a part recomputes before reading them again are stored by shape only (see
+  :meth:`rlhp.sources.Agent.derived_arrays`: a replay buffer's rewards, relabelled before every agent phase).
+- A part that reads its data from a path keeps the path and a content hash, not the data
+  (:class:`rlhp.sources.DatasetSource`).
+
+Beside it, the files a person reads without rlhp: ``reward_net.pt`` (weights and the config that built
+them), ``trainer.pt`` (its optimiser), ``agent.zip`` (SB3's format), ``preferences/`` (a dataset),
+``state.json`` (counters) and the run's ``config.yaml`` and ``overrides.yaml``. ``resume.pt`` is a
+pickle: load only run folders you trust.
 """
 
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import io
 import json
 import logging
 import os
+import pickle
 import random
 import shutil
+import types
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +42,27 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.errors import DataError
-from rlhp.loop import PreferenceComparisons
+from rlhp.errors import DataError, RlhpError
+from rlhp.loop import AgentRounds, PreferenceComparisons
 from rlhp.runs import RunFolder
 from rlhp.runs.folder import HALF_WRITTEN
 from rlhp.stops import interrupts_held
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 """Version of ``resume.pt``; a run folder written by another version is refused, not misread."""
+LARGE = 1 << 20
+"""Arrays of at least this many bytes are stored in chunks outside ``resume.pt``."""
+CHUNK = 1 << 16
+"""Bytes per chunk: a round rewrites the chunks its new data touch, so smaller chunks write less."""
+
+
+class RunRecord:
+    """How the run was configured, saved in every checkpoint: the resolved config and the overrides."""
+
+    def __init__(self, config: DictConfig, overrides: list[str]) -> None:
+        self.config, self.overrides = config, list(overrides)
 
 
 def global_random_state() -> dict[str, Any]:
@@ -47,69 +77,147 @@ def set_global_random_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
 
 
-def save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg: DictConfig,
-                    overrides: list[str], reward_net_config: dict) -> Path:
+class _Chunks:
+    """The chunk store of one save or load: ``folder`` holds chunks named by their content hash."""
+
+    def __init__(self, folder: Path, derived: list[np.ndarray] = ()) -> None:
+        self.folder, self.derived = folder, {id(a) for a in derived}
+        self.used: list[str] = []
+        self.written = 0
+
+    def store(self, array: np.ndarray) -> tuple:
+        """Write the array's chunks that the store lacks; return what rebuilds it."""
+        if id(array) in self.derived:
+            return _zeros, (array.dtype.str, array.shape)
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        hashes = [hashlib.blake2b(data[i:i + CHUNK], digest_size=16).hexdigest() for i in range(0, len(data), CHUNK)]
+        for i, name in enumerate(hashes):
+            path = self.folder / name
+            if not path.exists():
+                tmp = path.with_name(name + HALF_WRITTEN)
+                tmp.write_bytes(data[i * CHUNK:(i + 1) * CHUNK])
+                os.replace(tmp, path)
+                self.written += min(CHUNK, len(data) - i * CHUNK)
+        self.used += hashes
+        return _from_chunks, (array.dtype.str, array.shape, hashes)
+
+
+_STORE: contextvars.ContextVar[_Chunks] = contextvars.ContextVar("rlhp_chunk_store")
+
+
+def _zeros(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A derived array's stand-in until its part recomputes it."""
+    return np.zeros(shape, dtype)
+
+
+def _from_chunks(dtype: str, shape: tuple[int, ...], hashes: list[str]) -> np.ndarray:
+    """An array read back from the chunk store of the checkpoint being loaded."""
+    out = np.empty(shape, dtype)
+    view, folder = memoryview(out).cast("B"), _STORE.get().folder
+    for i, name in enumerate(hashes):
+        with (folder / name).open("rb") as f:
+            f.readinto(view[i * CHUNK:(i + 1) * CHUNK])
+    return out
+
+
+class _ChunkingPickler(pickle.Pickler):
+    """A pickler that sends large arrays to the chunk store of the save in progress."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        """Large plain arrays go to the chunk store; everything else pickles as usual."""
+        if type(obj) is np.ndarray and obj.nbytes >= LARGE and not obj.dtype.hasobject:
+            return _STORE.get().store(obj)
+        return NotImplemented
+
+
+_chunking = types.ModuleType("rlhp_chunking_pickle")
+_chunking.Pickler = _ChunkingPickler  # torch.save subclasses pickle_module.Pickler for its tensors
+
+
+def save_checkpoint(run: RunFolder, loop: AgentRounds, name: str, record: RunRecord) -> Path:
     """Write ``checkpoints/<name>`` into a temporary folder, then rename it: never half a checkpoint."""
     with interrupts_held():
-        return _save_checkpoint(run, loop, name, cfg, overrides, reward_net_config)
+        return _save_checkpoint(run, loop, name, record)
 
 
-def _save_checkpoint(run: RunFolder, loop: PreferenceComparisons, name: str, cfg: DictConfig,
-                     overrides: list[str], reward_net_config: dict) -> Path:
+def _save_checkpoint(run: RunFolder, loop: AgentRounds, name: str, record: RunRecord) -> Path:
     path = run.checkpoint(name)
     tmp = path.with_name(name + HALF_WRITTEN)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    state = loop.state_dict()
-    trainer = state["reward_trainer"]
-    _save_torch({"state_dict": trainer["net"], "config": reward_net_config}, tmp / "reward_net.pt")
-    _save_torch({"optimizer": trainer["optimizer"], "torch_rng": torch.get_rng_state()}, tmp / "trainer.pt")
-    if loop.source.agent is not None:
-        loop.source.agent.save(tmp / "agent.zip")
-    if len(loop.dataset):
-        loop.dataset.save(tmp / "preferences")
-    counters = {k: state[k] for k in ("iteration", "timesteps", "comparisons", "timestep_targets",
-                                      "episode_lengths", "wall_s", "rng")}
-    counters["next_query_id"] = state["querent"]["next_id"]
-    counters["pending_queries"] = loop.gatherer.num_pending()
-    (tmp / "state.json").write_text(json.dumps(counters, indent=1, default=int))
-    (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
-    (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
-    _save_torch({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt")
+    counters: dict[str, Any] = {"iteration": loop.iteration, "num_rounds": loop.num_rounds,
+                                "timesteps": loop.timesteps, "wall_s": loop.wall_s}
+    if isinstance(loop, PreferenceComparisons):  # the learned reward and its labels, readable without rlhp
+        trainer = loop.reward_trainer
+        reward_net_config = OmegaConf.to_container(record.config.reward_net, resolve=True)
+        _save_torch({"state_dict": trainer.net.state_dict(), "config": reward_net_config}, tmp / "reward_net.pt")
+        _save_torch({"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
+                    tmp / "trainer.pt")
+        if len(loop.dataset):
+            loop.dataset.save(tmp / "preferences")
+        counters.update(comparisons=len(loop.dataset), next_query_id=loop.querent.next_id,
+                        pending_queries=loop.gatherer.num_pending())
+    loop.source.agent.save(tmp / "agent.zip")
+    (tmp / "state.json").write_text(json.dumps(counters, indent=1))
+    (tmp / "config.yaml").write_text(OmegaConf.to_yaml(record.config))
+    (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(record.overrides)))
+    chunks = _Chunks(run.checkpoints_dir / "blobs", loop.source.agent.derived_arrays())
+    chunks.folder.mkdir(parents=True, exist_ok=True)
+    token = _STORE.set(chunks)
+    try:
+        _save_torch({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt",
+                    pickle_module=_chunking)
+    finally:
+        _STORE.reset(token)
+    (tmp / "blobs.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
     if path.exists():  # the same round written again after a resume: the new copy replaces it
         shutil.rmtree(path)
     os.replace(tmp, path)
     return path
 
 
-def _save_torch(obj: Any, path: Path) -> None:
+def _save_torch(obj: Any, path: Path, **kwargs: Any) -> None:
     """``torch.save`` through memory: a full disk then raises OSError (ENOSPC), not torch's RuntimeError."""
     buffer = io.BytesIO()
-    torch.save(obj, buffer)
+    torch.save(obj, buffer, **kwargs)
     path.write_bytes(buffer.getbuffer())
 
 
 def prune_checkpoints(run: RunFolder, keep: int) -> None:
-    """Delete all but the newest ``keep`` round checkpoints (``final/`` is always kept)."""
+    """Delete all but the newest ``keep`` round checkpoints (``final/`` is always kept), and the chunks
+    that no checkpoint left uses (or whose writing was cut off)."""
     for old in run.checkpoints()[:-keep] if keep > 0 else []:
         shutil.rmtree(old)
+    blobs = run.checkpoints_dir / "blobs"
+    if not blobs.is_dir():
+        return
+    kept = run.checkpoints() + ([run.checkpoint("final")] if run.checkpoint("final").is_dir() else [])
+    used = {name for path in kept for name in (path / "blobs.txt").read_text().split()}
+    for chunk in blobs.iterdir():
+        if chunk.name not in used:
+            chunk.unlink()
 
 
-def load_checkpoint(path: Path) -> tuple[PreferenceComparisons, DictConfig, list[str]]:
+def load_checkpoint(path: Path) -> tuple[AgentRounds, DictConfig, list[str]]:
     """The loop saved in ``path`` (global random state restored), the run's config and its overrides."""
+    token = _STORE.set(_Chunks(path.parent / "blobs"))
     try:
         saved = torch.load(path / "resume.pt", weights_only=False)
         cfg = OmegaConf.load(path / "config.yaml")
         overrides = list(OmegaConf.load(path / "overrides.yaml"))
+    except RlhpError:  # a part refused to come back (its data changed): no older checkpoint would do better
+        raise
     except Exception as err:  # torch.load re-raises whatever unpickling raised
         raise DataError(f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err})") from None
+    finally:
+        _STORE.reset(token)
     if saved.get("format") != FORMAT:
         raise DataError(f"checkpoint {str(path)!r} has format {saved.get('format')}, this rlhp reads {FORMAT}")
     set_global_random_state(saved["random"])
     return saved["loop"], cfg, overrides
 
 
-def latest_loadable(run: RunFolder) -> tuple[Path, PreferenceComparisons, DictConfig, list[str]] | None:
+def latest_loadable(run: RunFolder) -> tuple[Path, AgentRounds, DictConfig, list[str]] | None:
     """The newest checkpoint that loads, warning about any skipped; None when the run has none."""
     for stale in run.half_written():
         log.warning("ignoring %s: its writing was cut off", stale)

@@ -14,9 +14,11 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, RlhpError, StorageError
+from rlhp.launch import Launch
 from rlhp.logs import FILE_ONLY
 
 # Errors of the disk, not of rlhp: reported as a StorageError naming the path.
@@ -57,12 +59,20 @@ class OutputFolderCheck(Callback):
             sys.exit(error.exit_code)
 
 
-def _run(command: str, fn: Callable[[DictConfig], object], cfg: DictConfig) -> object:
+def _launch() -> Launch:
+    """What Hydra's runtime says of this launch (the entry points alone read it)."""
+    hydra_cfg = HydraConfig.get()
+    sweep = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else None
+    return Launch(Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task),
+                  dict(hydra_cfg.runtime.choices), sweep)
+
+
+def _run(command: str, fn: Callable[[DictConfig, Launch], object], cfg: DictConfig) -> object:
     """Run ``fn``; an rlhp error ends with one clear line and its own exit code, not a traceback."""
     logging.raiseExceptions = False  # a full disk must not print a traceback for every log line
     try:
         try:
-            return fn(cfg)
+            return fn(cfg, _launch())
         except OSError as err:
             raise storage_error(err, HydraConfig.get().runtime.output_dir) or err from err
     except RlhpError as err:

@@ -1,15 +1,19 @@
-"""Final evaluation: the policy's true return and the learned reward's fit to the true reward."""
+"""The final evaluation of a run: the policy's true return and the learned reward's fit to the true reward."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
-from rlhp.rewards import RewardNet
+from rlhp.loop import AgentRounds, PreferenceComparisons
+from rlhp.policies import random_policy
+from rlhp.rewards import RewardNet, reward_correlation
+from rlhp.rollout import rollout
+from rlhp.sources import TrajectorySource
 
 
 def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: int) -> dict[str, float]:
@@ -22,17 +26,29 @@ def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: in
             "episodes": episodes}
 
 
-@torch.no_grad()
-def reward_correlation(reward_net: RewardNet, trajectories: list[Trajectory]) -> float | None:
-    """Pearson correlation of the (member-mean) learned reward with the true reward per transition."""
-    obs = np.concatenate([t.obs[:-1] for t in trajectories])
-    next_obs = np.concatenate([t.obs[1:] for t in trajectories])
-    acts = np.concatenate([t.acts for t in trajectories])
-    dones = np.concatenate([np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
-                            for t in trajectories])
-    true = np.concatenate([t.rews for t in trajectories])
-    inputs = (torch.as_tensor(a, device=reward_net.device) for a in (obs, acts, next_obs, dones))
-    learned = reward_net(*inputs).mean(0).cpu().numpy()
-    if true.std() == 0 or learned.std() == 0:
-        return None
-    return float(np.corrcoef(learned, true)[0, 1])
+def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int, seed: int) -> dict[str, Any]:
+    """Correlations of the learned and the true reward on ``steps`` fresh transitions, half a random
+    policy's and half the source's held-out episodes, and on each alone (and on the trained agent's)."""
+    venv = env.make(seed + 30_000)
+    venv.action_space.seed(seed)
+    random, held_out = rollout(venv, random_policy(venv.action_space), steps // 2), source.held_out(steps // 2)
+    result = {"reward_correlation": reward_correlation(net, random + held_out),
+              "correlation_transitions": sum(map(len, random + held_out)),
+              # Where the reward can be trusted, each alone: held-out episodes of its source (the agent's own
+              # for an agent trainer, unseen data for a dataset), a random policy's states, the agent's states.
+              "reward_correlation_held_out": reward_correlation(net, held_out),
+              "reward_correlation_random": reward_correlation(net, random)}
+    agent = source.agent
+    if agent.trains:
+        agent_episodes = rollout(venv, agent.policy, steps // 2)
+        result["reward_correlation_agent"] = reward_correlation(net, agent_episodes)
+    return result
+
+
+def evaluate(loop: AgentRounds, env: GymEnv, episodes: int, correlation_steps: int, seed: int) -> dict[str, Any]:
+    """The final policy's true return (where an agent trains) and, where a reward was learned, its fit."""
+    agent = loop.source.agent
+    result: dict[str, Any] = policy_return(agent.algorithm, env, episodes, seed + 20_000) if agent.trains else {}
+    if isinstance(loop, PreferenceComparisons):
+        result.update(reward_fit(loop.reward_trainer.net, loop.source, env, correlation_steps, seed))
+    return result

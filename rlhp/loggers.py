@@ -4,30 +4,22 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-
-@dataclass
-class RunIdentity:
-    """Where a run belongs in a tracker: under a sweep, the group is the sweep folder's name, the job
-    type its overrides without the seed (the seeds of one configuration) and the name all its overrides."""
-
-    name: str
-    group: str | None = None
-    job_type: str = "train"
+from rlhp.launch import RunIdentity
+from rlhp.loop import AgentRounds, Callback, RoundResult
 
 
-class NullLogger:
+class NullLogger(Callback):
     """Logs nothing (``logger=none``); the base of the trackers, called after every round like a callback."""
 
-    def start(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
+    def init_run(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
         """Nothing to start."""
 
-    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
         """Drop the metrics."""
 
     def summary(self, values: dict[str, Any]) -> None:
@@ -52,7 +44,7 @@ class WandbLogger(NullLogger):
         self.project, self.group, self.name, self.mode, self.tags = project, group, name, mode, tags
         self.run = None
 
-    def start(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
+    def init_run(self, cfg: DictConfig, run_dir: Path, identity: RunIdentity) -> None:
         """``wandb.init`` with the resolved config; this logger's group and name, when set, win."""
         import wandb
 
@@ -68,9 +60,9 @@ class WandbLogger(NullLogger):
             job_type=identity.job_type, settings=wandb.Settings(console="off"), id=run_id, resume="allow",
         )
 
-    def __call__(self, loop: Any, metrics: dict[str, float]) -> None:
-        """Log one round, stepped by agent timesteps."""
-        self.run.log(metrics, step=int(metrics.get("iteration", 0)))
+    def __call__(self, loop: AgentRounds, result: RoundResult) -> None:
+        """Log one round, stepped by rounds."""
+        self.run.log(result.metrics, step=result.iteration)
 
     def summary(self, values: dict[str, Any]) -> None:
         """Record final figures in the run summary."""

@@ -7,7 +7,7 @@ runs in one batched matrix multiply; the basic net is the one-member case.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -15,7 +15,31 @@ import torch
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim, preprocess_obs
 from torch import nn
 
+from rlhp.data import Trajectory
 from rlhp.preference_model import discount_weights, discounted_returns
+
+
+class AgentReward(Protocol):
+    """What an agent is trained on, step by step and when its stored transitions are relabelled."""
+
+    reads_env_reward: ClassVar[bool]
+    """Whether the reward is the env's own (then stored rewards are kept, never relabelled)."""
+
+    def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
+                     env_rewards: np.ndarray, update_stats: bool = True) -> np.ndarray:
+        """The agent's reward for a batch of transitions, given the env's own rewards for them."""
+        ...
+
+
+class EnvReward:
+    """The env's own reward, through the learned reward's interface: the true-reward ceiling."""
+
+    reads_env_reward: ClassVar[bool] = True
+
+    def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
+                     env_rewards: np.ndarray, update_stats: bool = True) -> np.ndarray:
+        """The env's rewards, unchanged."""
+        return env_rewards
 
 
 class BatchedMLP(nn.Module):
@@ -267,10 +291,13 @@ class RewardNet(nn.Module):
         """Rewards of shape (members, *lead) for inputs with leading shape ``lead`` (see :meth:`score`)."""
         return self.score(self.encode(obs, acts, next_obs, dones), per_member)
 
+    reads_env_reward: ClassVar[bool] = False
+
     @torch.inference_mode()
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
-                     update_stats: bool = True) -> np.ndarray:
-        """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out)."""
+                     env_rewards: np.ndarray | None = None, update_stats: bool = True) -> np.ndarray:
+        """The reward handed to the RL agent for a batch of transitions (numpy in, numpy out); the env's
+        rewards are not read (see :class:`AgentReward`)."""
         device = self.device  # once: it runs on every env step of the agent
         # forward, not __call__: there are no hooks to run, and this runs on every env step.
         rew = self.forward(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones)))
@@ -280,3 +307,19 @@ class RewardNet(nn.Module):
         if self.norm is not None:
             out = self.norm(out, update=update_stats)
         return out.cpu().numpy()
+
+
+@torch.no_grad()
+def reward_correlation(reward_net: RewardNet, trajectories: list[Trajectory]) -> float | None:
+    """Pearson correlation of the (member-mean) learned reward with the true reward per transition."""
+    obs = np.concatenate([t.obs[:-1] for t in trajectories])
+    next_obs = np.concatenate([t.obs[1:] for t in trajectories])
+    acts = np.concatenate([t.acts for t in trajectories])
+    dones = np.concatenate([np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
+                            for t in trajectories])
+    true = np.concatenate([t.rews for t in trajectories])
+    inputs = (torch.as_tensor(a, device=reward_net.device) for a in (obs, acts, next_obs, dones))
+    learned = reward_net(*inputs).mean(0).cpu().numpy()
+    if true.std() == 0 or learned.std() == 0:
+        return None
+    return float(np.corrcoef(learned, true)[0, 1])

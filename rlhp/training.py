@@ -6,9 +6,8 @@ whole ensemble is one forward and one backward pass.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -92,15 +91,6 @@ class RewardTrainer:
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The reward net's and the optimiser's state (weight decay adapted so far included)."""
-        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (copied: torch's optimiser would otherwise share the given tensors)."""
-        self.net.load_state_dict(state["net"])
-        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
 
     def loss(self, returns: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Per-pair cross-entropy between the predicted preference and the label, for returns

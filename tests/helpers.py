@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 import yaml
 from hydra import compose, initialize_config_module
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
@@ -58,15 +57,11 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
                       infos=[{"t": t} for t in range(length)])
 
 
-def composed(config: str, overrides: list[str], run_dir: Path) -> DictConfig:
-    """``config`` composed with ``overrides`` as the command line would, and set as the current Hydra
-    config with ``run_dir`` as the run folder (what ``@hydra.main`` does before calling the task)."""
+def composed(config: str, overrides: list[str], hydra: bool = False) -> DictConfig:
+    """``config`` composed with ``overrides`` as the command line would: the task's config (with Hydra's own
+    node only when ``hydra``), and no Hydra runtime state: the builder and ``train`` need none."""
     with initialize_config_module("rlhp.conf", version_base="1.3"):
-        cfg = compose(config, overrides=overrides, return_hydra_config=True)
-    with open_dict(cfg):
-        cfg.hydra.runtime.output_dir = str(run_dir)
-    HydraConfig.instance().set_config(cfg)
-    return cfg
+        return compose(config, overrides=overrides, return_hydra_config=hydra)
 
 
 BIN = Path(sys.executable).parent

@@ -1,6 +1,7 @@
 """The loop with small fake parts (one source, one agent, one half-answering gatherer), and its checks."""
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -12,9 +13,9 @@ from rlhp.data import PreferenceDataset
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
 from rlhp.fragments import RandomFragmenter
-from rlhp.loop import PreferenceComparisons, check_fixed_horizon
+from rlhp.loop import AgentRounds, Callback, PreferenceComparisons, check_fixed_horizon
 from rlhp.rewards import RewardNet
-from rlhp.sources import Agent, AgentReport, TrajectorySource
+from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
 from rlhp.training import RewardTrainer
 
 
@@ -45,18 +46,18 @@ class FakeAgent(Agent):
     def named_parameters(self):
         return iter([("w", torch.ones(2))])
 
-    def reward_changed(self):
-        self.asked.append("reward changed")
+    def policy(self, obs):
+        return np.zeros(len(obs), np.int64)
 
 
 class FakeSource(TrajectorySource):
     """Trajectories of 50 steps whose reward rises along the episode; records each request."""
 
-    def __init__(self, agent: Agent | None) -> None:
+    def __init__(self, agent: Agent) -> None:
         self._agent, self.asked = agent, []
 
     @property
-    def agent(self) -> Agent | None:
+    def agent(self) -> Agent:
         return self._agent
 
     def sample(self, steps: int) -> list:
@@ -81,24 +82,45 @@ class EvenIdsGatherer(OracleGatherer):
 class SpyTrainer(RewardTrainer):
     def train(self, dataset, epoch_multiplier=1.0):
         self.multipliers = [*getattr(self, "multipliers", []), epoch_multiplier]
+        self.events = [*getattr(self, "events", []), f"train on {len(dataset)}"]
         return super().train(dataset, epoch_multiplier)
 
 
-def make_loop(agent: Agent | None, comparisons=(6, 4, 4), max_size=None, seed=0) -> PreferenceComparisons:
+class Recorder(Callback):
+    """Keeps every round's result and the label batches it is told of, in order with the trainer's calls."""
+
+    def __init__(self, trainer: SpyTrainer | None = None) -> None:
+        self.results, self.trainer = [], trainer
+
+    def on_labels(self, iteration, answers):
+        if self.trainer is not None:
+            self.trainer.events = [*getattr(self.trainer, "events", []), f"labels {answers.ids.tolist()}"]
+
+    def __call__(self, loop, result):
+        self.results.append(result)
+
+    @property
+    def rows(self):
+        return [r.metrics for r in self.results]
+
+
+def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000
+              ) -> PreferenceComparisons:
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
     return PreferenceComparisons(
         source=FakeSource(agent), fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
-        comparisons=list(comparisons), total_timesteps=1000, fragment_length=5, rng=rng,
+        comparisons=list(comparisons), total_timesteps=total_timesteps, fragment_length=5, rng=rng,
         transition_oversampling=1.5, initial_epoch_multiplier=7)
 
 
 def test_rounds_follow_the_schedule_and_carry_timesteps_over():
     agent = FakeAgent()
     loop = make_loop(agent)
-    rows = []
-    loop.run([lambda lp, m: rows.append(m)])
+    recorder = Recorder(loop.reward_trainer)
+    loop.run([recorder])
+    rows = recorder.rows
     # Each round samples ceil(oversampling * 2 * n * fragment_length) transitions for its n pairs.
     assert loop.source.asked == [math.ceil(1.5 * 2 * n * 5) for n in (6, 4, 4)]
     # Half the queries (even ids) are answered; the rest stay pending, across rounds.
@@ -106,11 +128,15 @@ def test_rounds_follow_the_schedule_and_carry_timesteps_over():
     assert [r["pending"] for r in rows] == [3, 5, 7]
     assert loop.gatherer.pending_ids.tolist() == [1, 3, 5, 7, 9, 11, 13]
     assert loop.dataset.ids.tolist() == [0, 2, 4, 6, 8, 10, 12]
+    # Callbacks hear of each batch of labels before the reward trains on it, and get each round's result.
+    assert loop.reward_trainer.events == ["labels [0, 2, 4]", "train on 3", "labels [6, 8]", "train on 5",
+                                          "labels [10, 12]", "train on 7"]
+    assert [r.answers.ids.tolist() for r in recorder.results] == [[0, 2, 4], [6, 8], [10, 12]]
+    assert [len(r.sampled) for r in recorder.results] == [math.ceil(n / 50) for n in loop.source.asked]
     # The initial epoch multiplier applies in round 0 only.
     assert loop.reward_trainer.multipliers == [7, 1.0, 1.0]
     # Cumulative targets 334, 667, 1000: what round 0 could not fit in whole rollouts, round 1 asks for.
-    # Before each, the agent hears that the reward changed (an off-policy agent relabels its buffer).
-    assert agent.asked == ["reward changed", 334, "reward changed", 667 - 300, "reward changed", 1000 - 600]
+    assert agent.asked == [334, 667 - 300, 1000 - 600]
     assert [r["timesteps"] for r in rows] == [300, 600, 1000]
     assert rows[-1]["true_return_mean"] == 2.0 and rows[-1]["true_return_std"] == 1.0
     assert {"time_sample_s", "time_fragment_s", "time_gather_s", "time_reward_training_s",
@@ -118,10 +144,24 @@ def test_rounds_follow_the_schedule_and_carry_timesteps_over():
 
 
 def test_a_source_without_agent_trains_only_the_reward():
-    loop = make_loop(None)
-    final = loop.run()
+    loop = make_loop(NoAgent(), total_timesteps=0)
+    recorder = Recorder()
+    loop.run([recorder])
+    final = recorder.rows[-1]
     assert loop.timesteps == 0 and final["timesteps"] == 0 and "true_return_mean" not in final
     assert "time_agent_training_s" not in final and "reward_loss" in final
+
+
+def test_the_ceiling_trains_only_the_agent_in_the_same_rounds():
+    agent = FakeAgent()
+    source = FakeSource(agent)
+    loop = AgentRounds(source, num_rounds=3, total_timesteps=1000)
+    recorder = Recorder()
+    loop.run([recorder])
+    assert agent.asked == [334, 667 - 300, 1000 - 600] and source.asked == []
+    assert [r["comparisons"] for r in recorder.rows] == [0, 0, 0]
+    assert [r["timesteps"] for r in recorder.rows] == [300, 600, 1000]
+    assert all(not r.sampled and not len(r.answers) for r in recorder.results)
 
 
 def test_max_dataset_size_holds_inside_the_loop():
@@ -130,14 +170,17 @@ def test_max_dataset_size_holds_inside_the_loop():
     assert len(loop.dataset) == 8 and loop.dataset.ids.tolist() == list(range(14, 30, 2))
 
 
-def test_state_round_trip_continues_as_the_original():
-    original, copy = make_loop(FakeAgent(), seed=0), make_loop(FakeAgent(), seed=1)
+def test_a_pickled_loop_continues_as_the_original():
+    # The save contract: a checkpoint is the loop pickled whole (rlhp.checkpoints).
+    original = make_loop(FakeAgent(), seed=0)
     original.round()
-    copy.load_state_dict(original.state_dict())
-    a, b = original.round(), copy.round()
+    copy = pickle.loads(pickle.dumps(original))
+    state = torch.get_rng_state()
+    a = original.round().metrics
+    torch.set_rng_state(state)
+    b = copy.round().metrics
     drop = {k for k in a if k.startswith("time_") or k == "wall_s"}
     assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
     np.testing.assert_array_equal(original.dataset.labels, copy.dataset.labels)
     assert original.gatherer.pending_ids.tolist() == copy.gatherer.pending_ids.tolist()
-    with pytest.raises(ValueError, match="schedule"):
-        make_loop(FakeAgent(), comparisons=(1, 2, 3)).load_state_dict(original.state_dict())
+    assert copy.iteration == 2 and copy.source.agent.asked == [334, 367]

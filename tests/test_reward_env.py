@@ -15,7 +15,9 @@ class StubNet:
     def __init__(self) -> None:
         self.calls = []
 
-    def agent_reward(self, obs, acts, next_obs, dones):
+    reads_env_reward = False
+
+    def agent_reward(self, obs, acts, next_obs, dones, env_rewards):
         self.calls.append((obs.copy(), np.array(acts), next_obs.copy(), dones.copy()))
         return 1000.0 * dones + 10.0 * next_obs[:, 0] + acts
 

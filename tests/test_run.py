@@ -4,12 +4,13 @@ import pytest
 from helpers import composed
 
 from rlhp.errors import ConfigError
+from rlhp.launch import Launch
 from rlhp.run import train
 from rlhp.runs import RunFolder
 
 
 def test_train_returns_the_final_true_return_and_says_so(tmp_path):
-    value = train(composed("train", ["debug=fast", "logger=none"], tmp_path))
+    value = train(composed("train", ["debug=fast", "logger=none"]), Launch(tmp_path))
     run = RunFolder(tmp_path)
     result = run.evaluation()
     assert result["optimized_metric"] == {"name": "true_return_mean", "value": value}
@@ -21,7 +22,7 @@ def test_train_returns_the_final_true_return_and_says_so(tmp_path):
 
 def test_optimized_metric_may_name_a_round_metric_and_every_key_reaches_the_csv(tmp_path):
     value = train(composed("train", ["debug=fast", "logger=none", "reward_trainer.val_split=0.25",
-                                     "optimized_metric=val_loss"], tmp_path))
+                                     "optimized_metric=val_loss"]), Launch(tmp_path))
     rows = RunFolder(tmp_path).metrics()
     assert value == pytest.approx(rows[-1]["val_loss"])
     for key in ("val_loss", "val_accuracy", "weight_decay", "gt_reward_accuracy", "label_entropy",
@@ -38,5 +39,5 @@ def test_optimized_metric_may_name_a_round_metric_and_every_key_reaches_the_csv(
 ])
 def test_a_bad_optimized_metric_is_refused_before_training(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("`", ".")):
-        train(composed("train", ["debug=fast", "logger=none", *overrides], tmp_path))
+        train(composed("train", ["debug=fast", "logger=none", *overrides]), Launch(tmp_path))
     assert not (tmp_path / "metrics.csv").exists()

@@ -1,6 +1,7 @@
 """Trajectory sources through their typed interface: who trains an agent, and state round trips."""
 
 import functools
+import pickle
 
 import numpy as np
 import pytest
@@ -10,10 +11,10 @@ from stable_baselines3 import DQN, PPO, SAC, TD3
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ConfigError, RunError
 from rlhp.exploration import StateEntropyReward
 from rlhp.policies import GaussianActionNoise, random_policy
-from rlhp.rewards import RewardNet
+from rlhp.rewards import EnvReward, RewardNet
 from rlhp.rollout import rollout
 from rlhp.sources import AgentTrainer, DatasetSource
 
@@ -29,16 +30,15 @@ def trainer(seed: int, algo=PPO, max_episode_steps: int | None = None, max_episo
                         max_episode_steps=max_episode_steps, max_episode_steps_until=max_episode_steps_until)
 
 
-def test_the_agent_trainer_trains_whole_rollouts_and_round_trips_its_state():
+def test_the_agent_trainer_trains_whole_rollouts_and_comes_back_whole_from_a_pickle():
     a = trainer(0, n_steps=64, batch_size=64, n_epochs=1)
     assert a.agent is a and a.rollout_steps == 128
     report = a.train(300)
     assert report.steps == 256 and a.algorithm.num_timesteps == 256 and len(report.returns) == 0
-    b = trainer(1, n_steps=64, batch_size=64, n_epochs=1)
     obs = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
     assert not np.array_equal(a.algorithm.predict(obs, deterministic=True)[0],
-                              b.algorithm.predict(obs, deterministic=True)[0])
-    b.load_state_dict(a.state_dict())
+                              trainer(1, n_steps=64, batch_size=64, n_epochs=1).algorithm.predict(obs, True)[0])
+    b = pickle.loads(pickle.dumps(a))  # the save contract: a checkpoint pickles the loop whole
     np.testing.assert_array_equal(a.algorithm.predict(obs, deterministic=True)[0],
                                   b.algorithm.predict(obs, deterministic=True)[0])
     assert b.algorithm.num_timesteps == 256
@@ -66,17 +66,22 @@ def test_off_policy_rollouts_are_train_freq_steps_per_env_copy():
     assert trainer(0, algo=DQN, train_freq=(1, "episode"), learning_starts=0).rollout_steps == 2
 
 
-def test_a_dataset_source_trains_no_agent_and_keeps_no_state(tmp_path):
+def test_a_dataset_source_trains_no_agent_and_pickles_as_its_path_and_content_hash(tmp_path):
     venv = ENV.make(seed=0)
     venv.action_space.seed(0)
     episodes = rollout(venv, random_policy(venv.action_space), episodes=5)
     save_trajectories(episodes, tmp_path / "d")
     source = DatasetSource(str(tmp_path / "d"), ENV, np.random.default_rng(0), held_out_frac=0.4)
     assert len(source.held_out(0)) == 2 and sum(map(len, source.sample(10_000))) == 1500
-    assert source.agent is None and source.state_dict() == {}
-    source.load_state_dict({})
-    with pytest.raises(ValueError, match="keeps no state"):
-        source.load_state_dict({"order": [1, 2]})
+    assert not source.agent.trains and source.agent.train(1000).steps == 0
+    saved = pickle.dumps(source)
+    assert len(saved) < 2_000  # the path, the hash and the split, not 1,500 transitions
+    back = pickle.loads(saved)
+    assert [t.obs.tolist() for t in back.trajectories] == [t.obs.tolist() for t in source.trajectories]
+    assert [t.obs.tolist() for t in back.held_out(0)] == [t.obs.tolist() for t in source.held_out(0)]
+    save_trajectories(episodes[:4], tmp_path / "d")  # the data changed under the run
+    with pytest.raises(RunError, match="changed since the run began"):
+        pickle.loads(saved)
 
 
 def test_sampling_takes_the_freshest_training_episodes_first_and_gives_exploration_its_share():
@@ -133,7 +138,8 @@ def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_rewar
         for p in net.parameters():
             p.add_(torch.randn_like(p))  # a reward update
     stale = buffer.rewards[:n].copy()
-    source.reward_changed()
+    assert [id(a) for a in source.derived_arrays()] == [id(buffer.rewards)]  # a checkpoint stores no rewards
+    source.train(0)  # every training phase relabels first
     # Each stored transition, scored alone by the updated net, as the agent would now be paid.
     for i in range(0, n, 37):
         for copy in range(buffer.n_envs):
@@ -143,6 +149,19 @@ def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_rewar
             want = net.agent_reward(obs, act[None], next_obs, np.array([terminated]), update_stats=False)[0]
             assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-6)
     assert not np.allclose(stale, buffer.rewards[:n])
+
+
+def test_the_env_reward_is_kept_in_the_replay_buffer_never_relabelled():
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    source = AgentTrainer(functools.partial(SAC, "MlpPolicy", device="cpu", learning_starts=50, buffer_size=1000),
+                          env, EnvReward(), seed=0, rng=np.random.default_rng(0))
+    source.train(200)
+    buffer = source.algorithm.replay_buffer
+    rewards = buffer.rewards[:buffer.pos].copy()
+    assert (rewards < 0).all()  # Pendulum's own cost, not a learned reward
+    source.train(0)
+    np.testing.assert_array_equal(buffer.rewards[:buffer.pos], rewards)
+    assert source.derived_arrays() == []
 
 
 def test_state_entropy_pays_for_the_unvisited_and_forgets_the_oldest():

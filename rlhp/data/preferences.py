@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 import datasets
 import numpy as np
@@ -44,14 +43,6 @@ class PreferenceDataset:
         if self.max_size is not None and len(self) > self.max_size:
             keep = slice(len(self) - self.max_size, None)
             self.pairs, self.labels, self.ids = self.pairs[keep], self.labels[keep], self.ids[keep]
-
-    def state_dict(self) -> dict[str, Any]:
-        """The pairs, labels and ids (the arrays themselves, not copies)."""
-        return {"pairs": self.pairs, "labels": self.labels, "ids": self.ids}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.pairs, self.labels, self.ids = state["pairs"], state["labels"], state["ids"]
 
     def save(self, path: str | Path, **annotations: Sequence | np.ndarray) -> None:
         """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp; ``annotations``

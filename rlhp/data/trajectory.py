@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,3 +106,23 @@ class TrajectoryRecorder:
 def _without_terminal_obs(info: dict) -> dict:
     """The step's info minus the VecEnv's copy of the final observation (it is in ``obs``)."""
     return {k: v for k, v in info.items() if k != "terminal_observation"} if "terminal_observation" in info else info
+
+
+def digest(trajectories: list[Trajectory]) -> str:
+    """A content hash of the trajectories' observations, actions and rewards (to tell a changed dataset)."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def feed(x: Nested) -> None:
+        if isinstance(x, dict):
+            for key in sorted(x):
+                h.update(key.encode())
+                feed(x[key])
+        elif isinstance(x, tuple):
+            for part in x:
+                feed(part)
+        else:
+            h.update(np.ascontiguousarray(x).data)
+
+    for t in trajectories:
+        feed(t.obs), feed(t.acts), feed(t.rews)
+    return h.hexdigest()

@@ -6,7 +6,6 @@ import logging
 
 import numpy as np
 import torch
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
@@ -17,6 +16,7 @@ from rlhp.config import build
 from rlhp.data.hub import open_trajectories
 from rlhp.errors import ConfigError
 from rlhp.evaluation import policy_return
+from rlhp.launch import Launch
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder, write_json
 
@@ -78,12 +78,12 @@ def clone_and_evaluate(cfg: DictConfig, algorithm: BaseAlgorithm) -> dict[str, f
     return result
 
 
-def clone(cfg: DictConfig) -> dict[str, float]:
+def clone(cfg: DictConfig, launch: Launch) -> dict[str, float]:
     """``rlhp-bc``: a fresh agent cloned from demonstrations, evaluated (``eval.json``) and saved (``agent.zip``)."""
     if OmegaConf.is_missing(cfg.pretrain, "path"):
         raise ConfigError("pretrain.path", "is required: the demonstrations, e.g. rlhp-collect's dataset/ folder")
     torch.set_num_threads(cfg.torch_threads)
-    run = RunFolder(HydraConfig.get().runtime.output_dir)
+    run = RunFolder(launch.run_dir)
     set_random_seed(cfg.seed)
     env = build(cfg.env)
     algorithm = build(cfg.agent)(env=env.make(cfg.seed), seed=cfg.seed)

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 
 import datasets
 import numpy as np
 import torch
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from stable_baselines3.common.utils import set_random_seed
 from tqdm.auto import tqdm
@@ -22,6 +20,7 @@ from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
 from rlhp.demos.experts import Snapshot
 from rlhp.envs import GymEnv
 from rlhp.errors import RunError, Stopped
+from rlhp.launch import Launch
 from rlhp.logs import CONSOLE
 from rlhp.policies import mixed_policy
 from rlhp.rollout import rollout
@@ -48,20 +47,19 @@ def check_quality(stats: dict[str, float], gate: float | None) -> None:
                        "min_mean_return (null: no gate). The expert is kept in expert.zip")
 
 
-def collect(cfg: DictConfig) -> dict:
+def collect(cfg: DictConfig, launch: Launch) -> dict:
     """Obtain the expert, collect from each quality level, gate, and write dataset, card and video."""
     validate_collect(cfg)
     start = time.perf_counter()
     torch.set_num_threads(cfg.torch_threads)
     datasets.disable_progress_bars()
     set_random_seed(cfg.seed)
-    hydra_cfg = HydraConfig.get()
-    run_dir = Path(hydra_cfg.runtime.output_dir)
+    run_dir = launch.run_dir
     expert = build(cfg.expert)
     env = expert.env
     if cfg.video.episodes > 0:
         check_renders(env.make_single(render_mode="rgb_array"), "video.episodes")
-    log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", hydra_cfg.runtime.choices.get("expert"),
+    log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", launch.choices.get("expert"),
              env.id, cfg.seed, run_dir, extra=CONSOLE)
     with StopRequest("the current step") as stop:
         snapshots = expert.snapshots(run_dir, cfg.seed, list(cfg.ranked.checkpoints), stop=lambda: bool(stop))
@@ -69,13 +67,13 @@ def collect(cfg: DictConfig) -> dict:
             raise Stopped(f"{stop.signal.name} during the expert's training: the expert trained for "
                           f"{snapshots[-1].steps} steps is saved in {run_dir / 'expert.zip'} (collect from it with "
                           "expert=zip expert.path=...)", stop.signal)
-        return _collect(cfg, run_dir, env, snapshots, start, stop)
+        return _collect(cfg, launch, env, snapshots, start, stop)
 
 
-def _collect(cfg: DictConfig, run_dir: Path, env: GymEnv, snapshots: list[Snapshot], start: float,
+def _collect(cfg: DictConfig, launch: Launch, env: GymEnv, snapshots: list[Snapshot], start: float,
              stop: StopRequest) -> dict:
     """Collect from each quality level, gate, and write dataset, card, video (and push)."""
-    hydra_cfg = HydraConfig.get()
+    run_dir = launch.run_dir
     levels = quality_levels(snapshots, cfg)
     rng = np.random.default_rng(cfg.seed)
 
@@ -118,11 +116,11 @@ def _collect(cfg: DictConfig, run_dir: Path, env: GymEnv, snapshots: list[Snapsh
     expert_snap = levels[-1][0]
     meta = {
         "env_id": env.id,
-        "policy": {"name": hydra_cfg.runtime.choices.get("expert"), **expert_snap.info,
+        "policy": {"name": launch.choices.get("expert"), **expert_snap.info,
                    "training_steps": expert_snap.steps},
         "collection": {"seed": cfg.seed, "deterministic": cfg.deterministic, "epsilon": cfg.epsilon,
                        "episodes": cfg.episodes, "timesteps": cfg.timesteps,
-                       "overrides": list(hydra_cfg.overrides.task)},
+                       "overrides": list(launch.overrides)},
     }
     ranked = len(levels) > 1
     if ranked:

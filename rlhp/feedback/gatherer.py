@@ -7,7 +7,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -74,14 +73,6 @@ class PreferenceGatherer(ABC):
         ends when ``stop()`` says so); nothing here."""
         yield
 
-    @abstractmethod
-    def state_dict(self) -> dict[str, Any]:
-        """What a resume needs."""
-
-    @abstractmethod
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-
 
 class OracleGatherer(PreferenceGatherer):
     """A teacher that answers pending queries itself, from what the pairs hold, as soon as asked."""
@@ -116,11 +107,3 @@ class OracleGatherer(PreferenceGatherer):
         if not len(self.pending):
             self.pending = None
         return Answers(answered, labels, ids, [self.annotator] * len(ids), np.full(len(ids), time.time()))
-
-    def state_dict(self) -> dict[str, Any]:
-        """The pending queries (pairs and ids)."""
-        return {"pending": self.pending, "pending_ids": self.pending_ids}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.pending, self.pending_ids = state["pending"], np.asarray(state["pending_ids"], dtype=np.int64)

@@ -153,14 +153,6 @@ class HumanGatherer(PreferenceGatherer):
         self.url = self._server.start()
         log.info("label the queries at %s", self.url, extra=CONSOLE)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Rounds gathered and labels received (the queries themselves live in ``queries.sqlite``)."""
-        return {"rounds": self.rounds, "received": self.received}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.rounds, self.received = int(state["rounds"]), int(state["received"])
-
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.update(_stop=None, url=None, _server=None)  # they belong to one process's session

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 
@@ -57,12 +56,3 @@ class MixedGatherer(PreferenceGatherer):
         """The teacher's session (the human gatherer's web server)."""
         with self.teacher.session(stop):
             yield
-
-    def state_dict(self) -> dict[str, Any]:
-        """Both teachers' states."""
-        return {"ranked": self.ranked.state_dict(), "teacher": self.teacher.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.ranked.load_state_dict(state["ranked"])
-        self.teacher.load_state_dict(state["teacher"])

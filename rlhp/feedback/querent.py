@@ -27,14 +27,6 @@ class Querent:
         self.next_id += len(pairs)
         return ids
 
-    def state_dict(self) -> dict[str, Any]:
-        """The next id to give, so ids stay unique across a resume."""
-        return {"next_id": self.next_id}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.next_id = int(state["next_id"])
-
 
 class WebQuerent(Querent):
     """Renders each query's two clips into the run's ``media/`` and publishes the query in its

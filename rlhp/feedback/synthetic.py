@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
@@ -94,15 +92,6 @@ class SyntheticGatherer(OracleGatherer):
         labels[skipped] = np.nan
         self.last_skipped = int(skipped.sum())
         return np.ones(len(pairs), dtype=bool), labels
-
-    def state_dict(self) -> dict[str, Any]:
-        """The pending queries and the largest return seen (the skip and equal thresholds scale with it)."""
-        return {**super().state_dict(), "largest_return": self.largest_return}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        super().load_state_dict(state)
-        self.largest_return = float(state["largest_return"])
 
     def metrics(self) -> dict[str, float]:
         """``label_entropy`` (mean binary entropy, bits, of the last answers' probabilities) and, for a

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -18,7 +17,7 @@ from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.exploration import StateEntropyReward
 from rlhp.policies import GaussianActionNoise, mixed_policy
-from rlhp.rewards import RewardNet
+from rlhp.rewards import AgentReward
 from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
 from rlhp.sources.reward_env import RewardVecEnvWrapper
@@ -30,7 +29,7 @@ class AgentTrainer(TrajectorySource, Agent):
     Args:
         algorithm: builds the SB3 algorithm from ``env`` and ``seed`` (a partial from config).
         env: the environment factory.
-        reward_net: the learned reward given to the agent (None: the env's true reward, for the ceiling).
+        reward: what the agent learns on: the learned reward net, or the env's own (the ceiling).
         seed: seeds the training env, the sampling env and the algorithm.
         rng: random generator for exploration.
         exploration_frac: share of sampled steps that come from the exploration policy.
@@ -47,7 +46,7 @@ class AgentTrainer(TrajectorySource, Agent):
             again (None: never), so the agent also meets what only long episodes reach (a drifting cart).
     """
 
-    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet | None, seed: int,
+    def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward: AgentReward, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
                  random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
                  max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
@@ -59,7 +58,7 @@ class AgentTrainer(TrajectorySource, Agent):
         horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
         self.env, self.seed, self.short_until = env, seed, max_episode_steps_until
         self.recorder = TrajectoryRecorder(env.n_envs)
-        self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward_net, self.recorder)
+        self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward, self.recorder)
         try:
             self.algorithm = algorithm(env=self.venv, seed=seed)
         except AssertionError as err:  # SB3 asserts the spaces it supports
@@ -95,7 +94,8 @@ class AgentTrainer(TrajectorySource, Agent):
         return (freq.frequency if freq.unit == TrainFrequencyUnit.STEP else 1) * algo.n_envs
 
     def train(self, steps: int) -> AgentReport:
-        """Train the whole rollouts that fit in ``steps`` env steps."""
+        """Relabel the replay buffer, then train the whole rollouts that fit in ``steps`` env steps."""
+        self._relabel()
         steps -= steps % self.rollout_steps
         if steps <= 0:
             return AgentReport(0, np.zeros(0))
@@ -108,19 +108,19 @@ class AgentTrainer(TrajectorySource, Agent):
 
     def _lift_episode_limit(self) -> None:
         """From now on, train and sample on episodes of the env's own length (the cut ones in progress end)."""
-        self.venv = RewardVecEnvWrapper(self.env.make(self.seed), self.venv.reward_net, self.recorder)
+        self.venv = RewardVecEnvWrapper(self.env.make(self.seed), self.venv.reward, self.recorder)
         self.algorithm.set_env(self.venv)  # SB3 resets it at the next learn(), which drops the cut episodes
         self.sample_venv = self.env.make(self.seed + 10_000)
         self.short_until = None
 
-    def reward_changed(self) -> None:
-        """Relabel an off-policy agent's whole replay buffer with the current reward model, in one
-        batched pass (stale rewards there are the known failure of naive integrations); on-policy
-        agents keep no rewards between updates."""
-        algo = self.algorithm
-        if not isinstance(algo, OffPolicyAlgorithm) or algo.replay_buffer is None or self.venv.reward_net is None:
+    def _relabel(self) -> None:
+        """Relabel an off-policy agent's whole replay buffer with the current reward model, in one batched
+        pass, before every training phase (stale rewards there are the known failure of naive integrations;
+        so a checkpoint need not store them). On-policy agents keep no rewards between updates, and the
+        env's own reward is never stale."""
+        buffer = self._relabelled_buffer()
+        if buffer is None:
             return
-        buffer = algo.replay_buffer
         n = buffer.buffer_size if buffer.full else buffer.pos
         if n == 0:
             return
@@ -130,10 +130,23 @@ class AgentTrainer(TrajectorySource, Agent):
         lead = n * buffer.n_envs
         # SB3 stores actions as (..., action_dim); the reward net takes the env's own action shape.
         acts = buffer.actions[:n].reshape(lead, *self.venv.action_space.shape)
-        rews = self.venv.reward_net.agent_reward(buffer.observations[:n].reshape(lead, *buffer.obs_shape), acts,
-                                                 next_obs.reshape(lead, *buffer.obs_shape), terminated.reshape(lead),
-                                                 update_stats=False)
+        rews = self.venv.reward.agent_reward(buffer.observations[:n].reshape(lead, *buffer.obs_shape), acts,
+                                             next_obs.reshape(lead, *buffer.obs_shape), terminated.reshape(lead),
+                                             buffer.rewards[:n].reshape(lead), update_stats=False)
         buffer.rewards[:n] = rews.reshape(n, buffer.n_envs)
+
+    def derived_arrays(self) -> list[np.ndarray]:
+        """The replay buffer's rewards, relabelled before every training phase (see :meth:`train`)."""
+        buffer = self._relabelled_buffer()
+        return [] if buffer is None else [buffer.rewards]
+
+    def _relabelled_buffer(self) -> ReplayBuffer | None:
+        """The replay buffer whose rewards the reward model recomputes; none for an on-policy agent or
+        for the env's own reward."""
+        algo = self.algorithm
+        if not isinstance(algo, OffPolicyAlgorithm) or self.venv.reward.reads_env_reward:
+            return None
+        return algo.replay_buffer
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
         """The agent's stochastic action, as during training."""
@@ -186,18 +199,3 @@ class AgentTrainer(TrajectorySource, Agent):
     def held_out(self, steps: int) -> list[Trajectory]:
         """Fresh episodes of the current policy, never trained on."""
         return rollout(self.sample_venv, self.policy, steps)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The agent's weights and optimiser states, its step count, and the finished training
-        episodes not yet sampled."""
-        return {"parameters": self.algorithm.get_parameters(), "num_timesteps": self.algorithm.num_timesteps,
-                "finished": list(self.recorder.finished), "unsupervised_left": self.unsupervised_left}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        # Copied: torch's optimisers would otherwise share the given state's tensors.
-        self.algorithm.set_parameters(copy.deepcopy(state["parameters"]), exact_match=True,
-                                      device=self.algorithm.device)
-        self.algorithm.num_timesteps = state["num_timesteps"]
-        self.recorder.finished = list(state["finished"])
-        self.unsupervised_left = int(state.get("unsupervised_left", 0))

@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -28,6 +27,8 @@ class Agent(ABC):
     """An RL agent trained on the learned reward."""
 
     algorithm: BaseAlgorithm
+    trains: bool = True
+    """Whether there is an agent at all (a fixed dataset trains none; see :class:`NoAgent`)."""
 
     @property
     @abstractmethod
@@ -39,8 +40,13 @@ class Agent(ABC):
         """Train at most ``steps`` env steps (whole rollouts)."""
 
     @abstractmethod
-    def reward_changed(self) -> None:
-        """The reward model was just updated: rewards the agent stored (a replay buffer's) are stale."""
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        """The agent's stochastic action for a batch of observations, as during training."""
+
+    def derived_arrays(self) -> list[np.ndarray]:
+        """Arrays the agent recomputes before it next reads them (a relabelled replay buffer's rewards): a
+        checkpoint stores only their shape (none unless overridden)."""
+        return []
 
     def save(self, path: str | Path) -> None:
         """Save the SB3 agent as a ``.zip`` that ``<Algorithm>.load`` reads."""
@@ -51,13 +57,39 @@ class Agent(ABC):
         return self.algorithm.policy.named_parameters()
 
 
+class NoAgent(Agent):
+    """The agent of a source that trains none: every training call trains nothing."""
+
+    trains = False
+
+    @property
+    def rollout_steps(self) -> int:
+        """Any step count is whole."""
+        return 1
+
+    def train(self, steps: int) -> AgentReport:
+        """Train nothing."""
+        return AgentReport(0, np.zeros(0))
+
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        """There is no policy to act."""
+        raise TypeError("a trajectory source without an agent has no policy")
+
+    def save(self, path: str | Path) -> None:
+        """Nothing to save."""
+
+    def named_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """No weights."""
+        return iter(())
+
+
 class TrajectorySource(ABC):
     """Where the loop's trajectories come from: an agent being trained, or a fixed dataset."""
 
     @property
-    def agent(self) -> Agent | None:
-        """The agent this source trains on the learned reward; None when it trains none."""
-        return None
+    def agent(self) -> Agent:
+        """The agent this source trains on the learned reward (:class:`NoAgent` unless overridden)."""
+        return NoAgent()
 
     @abstractmethod
     def sample(self, steps: int) -> list[Trajectory]:
@@ -70,15 +102,6 @@ class TrajectorySource(ABC):
     def metrics(self) -> dict[str, float]:
         """Figures about the last :meth:`sample`, logged with the round (none unless overridden)."""
         return {}
-
-    def state_dict(self) -> dict[str, Any]:
-        """What a resumed run needs to sample as this one would (nothing, unless overridden)."""
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (a source without state accepts only an empty one)."""
-        if state:
-            raise ValueError(f"{type(self).__name__} keeps no state, but was given {sorted(state)}")
 
 
 def take(trajectories: Iterable[Trajectory], steps: int) -> list[Trajectory]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from rlhp.data import Trajectory
 from rlhp.data.hub import open_trajectories
 from rlhp.data.spaces import space_from_json
+from rlhp.data.trajectory import digest
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError, DataError
+from rlhp.errors import ConfigError, DataError, RunError
 from rlhp.sources.base import TrajectorySource, take
 
 
@@ -32,9 +33,8 @@ class DatasetSource(TrajectorySource):
                  rank_by: Literal["rank", "return"] = "rank") -> None:
         if rank_by not in ("rank", "return"):
             raise ConfigError("trajectories.rank_by", f"must be rank or return, got {rank_by!r}")
-        trajectories, meta = open_trajectories(path, key="trajectories.path")
-        if rank_by == "return":  # with no rank, the fragmenter takes the episode's return as its quality
-            trajectories = [dataclasses.replace(t, rank=None) for t in trajectories]
+        self.path, self.rank_by, self.rng = path, rank_by, rng
+        trajectories, meta = self._open()
         for key, space in zip(("observation_space", "action_space"), env.spaces()):
             if key in meta and space_from_json(meta[key]) != space:
                 raise DataError(f"dataset {path!r} was recorded with {key} {space_from_json(meta[key])}, but "
@@ -44,13 +44,34 @@ class DatasetSource(TrajectorySource):
             if key not in meta and isinstance(first, np.ndarray) and first.shape[1:] != space.shape:
                 raise DataError(f"dataset {path!r} has {key[:-6]} of shape {first.shape[1:]} per step, but env "
                                 f"{env.id!r} has {space}; set the env it was recorded in")
-        order = rng.permutation(len(trajectories))
-        n_held = int(round(held_out_frac * len(trajectories)))
-        if len(trajectories) - n_held < 1:
+        self.order = rng.permutation(len(trajectories))
+        self.n_held = int(round(held_out_frac * len(trajectories)))
+        if len(trajectories) - self.n_held < 1:
             raise ConfigError("trajectories.held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
-        self.trajectories = [trajectories[i] for i in order[n_held:]]
-        self._held_out = [trajectories[i] for i in order[:n_held]]
-        self.rng = rng
+        self.digest = digest(trajectories)
+        self._split(trajectories)
+
+    def _open(self) -> tuple[list[Trajectory], dict]:
+        trajectories, meta = open_trajectories(self.path, key="trajectories.path")
+        if self.rank_by == "return":  # with no rank, the fragmenter takes the episode's return as its quality
+            trajectories = [dataclasses.replace(t, rank=None) for t in trajectories]
+        return trajectories, meta
+
+    def _split(self, trajectories: list[Trajectory]) -> None:
+        self.trajectories = [trajectories[i] for i in self.order[self.n_held:]]
+        self._held_out = [trajectories[i] for i in self.order[:self.n_held]]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A checkpoint keeps the dataset's path and content hash, not its trajectories: they are read again.
+        return {k: v for k, v in self.__dict__.items() if k not in ("trajectories", "_held_out")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        trajectories, _ = self._open()
+        if digest(trajectories) != self.digest:
+            raise RunError(f"dataset {self.path!r} changed since the run began (its content hash differs); a run "
+                           "resumes only on the data it started with: restore it, or start a new run")
+        self._split(trajectories)
 
     def sample(self, steps: int) -> list[Trajectory]:
         """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""

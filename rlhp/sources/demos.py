@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -11,7 +11,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
-from rlhp.rewards import RewardNet
+from rlhp.rewards import AgentReward
 from rlhp.sources.agent import AgentTrainer
 from rlhp.sources.base import TrajectorySource
 from rlhp.sources.dataset import DatasetSource
@@ -23,7 +23,7 @@ class DemoSource(TrajectorySource):
 
     Args:
         path: the dataset (see :class:`DatasetSource`).
-        algorithm, env, reward_net, seed, rng: as for :class:`AgentTrainer`.
+        algorithm, env, reward, seed, rng: as for :class:`AgentTrainer`.
         held_out_frac: share of the dataset's episodes kept out of sampling.
         rank_by: ``rank`` or ``return``: what ranks the episodes (see :class:`DatasetSource`).
         max_episode_steps: cut the agent's training episodes (see :class:`AgentTrainer`).
@@ -31,7 +31,7 @@ class DemoSource(TrajectorySource):
             only, T-REX); with ``gatherer=mixed`` another teacher labels the pairs they are in.
     """
 
-    def __init__(self, path: str, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward_net: RewardNet,
+    def __init__(self, path: str, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward: AgentReward,
                  seed: int, rng: np.random.Generator, held_out_frac: float = 0.2,
                  rank_by: Literal["rank", "return"] = "rank", max_episode_steps: int | None = None,
                  agent_frac: float = 0.0) -> None:
@@ -39,7 +39,7 @@ class DemoSource(TrajectorySource):
             raise ConfigError("trajectories.agent_frac", f"must be in [0, 1], got {agent_frac}")
         self.agent_frac = agent_frac
         self.demos = DatasetSource(path, env, rng, held_out_frac, rank_by)
-        self.trainer = AgentTrainer(algorithm, env, reward_net, seed, rng, max_episode_steps=max_episode_steps)
+        self.trainer = AgentTrainer(algorithm, env, reward, seed, rng, max_episode_steps=max_episode_steps)
 
     @property
     def agent(self) -> AgentTrainer:
@@ -58,11 +58,3 @@ class DemoSource(TrajectorySource):
     def held_out(self, steps: int) -> list[Trajectory]:
         """Demonstrations kept out of sampling."""
         return self.demos.held_out(steps)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The agent's state (the demonstrations come back from their path)."""
-        return self.trainer.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.trainer.load_state_dict(state)

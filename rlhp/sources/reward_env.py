@@ -10,22 +10,22 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlhp.data import TrajectoryRecorder
-from rlhp.rewards import RewardNet
+from rlhp.rewards import AgentReward
 from rlhp.rollout import next_observations, terminations
 
 
 class RewardVecEnvWrapper(VecEnvWrapper):
-    """Replaces the env's reward by the reward net's (none: keeps the true reward, the ceiling's
-    baseline) and records the true-reward episodes.
+    """Hands the agent ``reward``'s reward instead of the env's (the env's own, through
+    :class:`~rlhp.rewards.EnvReward`, for the ceiling) and records the true-reward episodes.
 
     The net scores (obs, action, next obs, terminated) of each step, where next obs is the
     episode's last observation (not the reset one) and a time-limit truncation is not a
     termination; the recorder keeps the env's own rewards.
     """
 
-    def __init__(self, venv: VecEnv, reward_net: RewardNet | None, recorder: TrajectoryRecorder) -> None:
+    def __init__(self, venv: VecEnv, reward: AgentReward, recorder: TrajectoryRecorder) -> None:
         super().__init__(venv)
-        self.reward_net, self.recorder = reward_net, recorder
+        self.reward, self.recorder = reward, recorder
         self.intrinsic: Callable[[np.ndarray], np.ndarray] | None = None
         """While set, the agent gets this reward of the next observations instead (unsupervised pre-training)."""
         self._obs: np.ndarray | None = None
@@ -51,15 +51,13 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.venv.step_async(actions)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-        """Step, then hand the agent the learned reward instead of the true one."""
+        """Step, then hand the agent its reward instead of the env's."""
         obs, true_rews, dones, infos = self.venv.step_wait()
         next_obs = next_observations(obs, dones, infos)
         if self.intrinsic is not None:
             rews = self.intrinsic(next_obs)
-        elif self.reward_net is None:
-            rews = true_rews
         else:
-            rews = self.reward_net.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos))
+            rews = self.reward.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos), true_rews)
         self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos

@@ -1,0 +1,91 @@
+"""The builder: every part of a run from its config, with no global state (no Hydra runtime needed).
+
+``compose(cfg)`` validates the config, then hands it to the function its ``feedback`` option names:
+:func:`preference_comparisons` (the learned reward, the default) or :func:`true_reward_ceiling` (the same
+agent on the env's own reward, which builds no querent, gatherer or reward trainer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from omegaconf import DictConfig
+from stable_baselines3.common.utils import set_random_seed
+
+from rlhp.config import build, validate_train
+from rlhp.data import PreferenceDataset
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError
+from rlhp.loop import AgentRounds, PreferenceComparisons
+from rlhp.rewards import EnvReward
+from rlhp.schedules import comparison_schedule
+from rlhp.sources import TrajectorySource
+
+
+def compose(cfg: DictConfig, run_dir: Path | None = None) -> AgentRounds:
+    """The run's loop with every part built (the config validated first); parts that write into the run
+    folder (a web querent) are given ``run_dir``."""
+    validate_train(cfg)
+    set_random_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    env = build(cfg.env)
+    return hydra.utils.get_method(cfg.feedback._target_)(cfg, env, rng, run_dir)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is the GPU when torch sees one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
+
+
+def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generator,
+                           run_dir: Path | None) -> PreferenceComparisons:
+    """``feedback=preferences``: the agent learns on a reward model trained from preferences."""
+    probe = env.make_single()
+    horizon = probe.spec.max_episode_steps if probe.spec else None
+    if horizon is not None and cfg.fragment_length > horizon:
+        raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
+                          f"(time limit {horizon} steps); lower it")
+    reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
+                       action_space=probe.action_space).to(resolve_device(cfg.device))
+    probe.close()
+    source = _source(cfg, env, rng, reward_net)
+    if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
+        raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "
+                          f"({type(source).__name__}) trains no agent to return a true return; use reward_correlation")
+    context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
+    if run_dir is not None:
+        context["run_dir"] = run_dir
+    return PreferenceComparisons(
+        source=source,
+        fragmenter=build(cfg.fragmenter, **context),
+        querent=build(cfg.querent, **context),
+        gatherer=build(cfg.gatherer, **context),
+        dataset=PreferenceDataset(cfg.max_dataset_size),
+        reward_trainer=build(cfg.reward_trainer, **context),
+        comparisons=comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+                                        build(cfg.query_schedule)),
+        # A source that trains no agent gets no timesteps.
+        total_timesteps=cfg.total_timesteps if source.agent.trains else 0,
+        fragment_length=cfg.fragment_length,
+        rng=rng,
+        transition_oversampling=cfg.transition_oversampling,
+        initial_epoch_multiplier=cfg.initial_epoch_multiplier,
+        allow_variable_horizon=cfg.allow_variable_horizon,
+    )
+
+
+def true_reward_ceiling(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> AgentRounds:
+    """``feedback=true_reward``: the same agent on the env's own reward, in the same rounds; nothing is queried."""
+    source = _source(cfg, env, rng, EnvReward())
+    if not source.agent.trains:
+        raise ConfigError("feedback", f"is true_reward, which trains an agent on the env's reward, but the trajectory "
+                          f"source ({type(source).__name__}) trains none")
+    return AgentRounds(source, cfg.num_iterations + 1, cfg.total_timesteps)
+
+
+def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: Any) -> TrajectorySource:
+    return build(cfg.trajectories, algorithm=build(cfg.agent), env=env, reward=reward, seed=cfg.seed, rng=rng)
