@@ -9,9 +9,10 @@ it again. A resumed run therefore continues exactly as the uninterrupted one wou
 What keeps a round's checkpoint small, whatever the run's size:
 
 - Arrays of at least :data:`LARGE` bytes (a replay buffer's columns) are not in ``resume.pt``: they are
-  cut into :data:`CHUNK`-byte chunks stored in ``checkpoints/blobs/``, each named by its content hash and
-  shared by every checkpoint. A round writes only the chunks that changed (a buffer's newest transitions);
-  ``blobs.txt`` lists the chunks a checkpoint uses, and chunks no kept checkpoint uses are deleted.
+  cut into :data:`CHUNK`-byte chunks stored in the run's ``chunks/`` (made at the first such array), each
+  named by its content hash and shared by every checkpoint. A round writes only the chunks that changed (a
+  buffer's newest transitions); a checkpoint's ``chunks.txt`` lists the chunks it uses, and chunks that no
+  kept checkpoint uses are deleted.
 - Arrays a part recomputes before reading them again are stored by shape only (see
   :meth:`rlhp.sources.Agent.derived_arrays`: a replay buffer's rewards, relabelled before every agent phase).
 - A part that reads its data from a path keeps the path and a content hash, not the data
@@ -91,6 +92,7 @@ class _Chunks:
             return _zeros, (array.dtype.str, array.shape)
         data = memoryview(np.ascontiguousarray(array)).cast("B")
         hashes = [hashlib.blake2b(data[i:i + CHUNK], digest_size=16).hexdigest() for i in range(0, len(data), CHUNK)]
+        self.folder.mkdir(exist_ok=True)
         for i, name in enumerate(hashes):
             path = self.folder / name
             if not path.exists():
@@ -161,15 +163,14 @@ def _save_checkpoint(run: RunFolder, loop: AgentRounds, name: str, record: RunRe
     (tmp / "state.json").write_text(json.dumps(counters, indent=1))
     (tmp / "config.yaml").write_text(OmegaConf.to_yaml(record.config))
     (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(record.overrides)))
-    chunks = _Chunks(run.checkpoints_dir / "blobs", loop.source.agent.derived_arrays())
-    chunks.folder.mkdir(parents=True, exist_ok=True)
+    chunks = _Chunks(run.chunks_dir, loop.source.agent.derived_arrays())
     token = _STORE.set(chunks)
     try:
         _save_torch({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt",
                     pickle_module=_chunking)
     finally:
         _STORE.reset(token)
-    (tmp / "blobs.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
+    (tmp / "chunks.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
     if path.exists():  # the same round written again after a resume: the new copy replaces it
         shutil.rmtree(path)
     os.replace(tmp, path)
@@ -188,19 +189,18 @@ def prune_checkpoints(run: RunFolder, keep: int) -> None:
     that no checkpoint left uses (or whose writing was cut off)."""
     for old in run.checkpoints()[:-keep] if keep > 0 else []:
         shutil.rmtree(old)
-    blobs = run.checkpoints_dir / "blobs"
-    if not blobs.is_dir():
+    if not run.chunks_dir.is_dir():
         return
     kept = run.checkpoints() + ([run.checkpoint("final")] if run.checkpoint("final").is_dir() else [])
-    used = {name for path in kept for name in (path / "blobs.txt").read_text().split()}
-    for chunk in blobs.iterdir():
+    used = {name for path in kept for name in (path / "chunks.txt").read_text().split()}
+    for chunk in run.chunks_dir.iterdir():
         if chunk.name not in used:
             chunk.unlink()
 
 
 def load_checkpoint(path: Path) -> tuple[AgentRounds, DictConfig, list[str]]:
     """The loop saved in ``path`` (global random state restored), the run's config and its overrides."""
-    token = _STORE.set(_Chunks(path.parent / "blobs"))
+    token = _STORE.set(_Chunks(RunFolder(path.parent.parent).chunks_dir))  # <run>/checkpoints/<name>
     try:
         saved = torch.load(path / "resume.pt", weights_only=False)
         cfg = OmegaConf.load(path / "config.yaml")

@@ -59,11 +59,16 @@ def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generato
     context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
     if run_dir is not None:
         context["run_dir"] = run_dir
+    fragmenter, querent, gatherer = (build(cfg[key], **context) for key in ("fragmenter", "querent", "gatherer"))
+    if gatherer.reads_published_queries and not querent.publishes:
+        # People see only what a publishing querent shows them; any other would leave them nothing to label.
+        raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
+                          f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
     return PreferenceComparisons(
         source=source,
-        fragmenter=build(cfg.fragmenter, **context),
-        querent=build(cfg.querent, **context),
-        gatherer=build(cfg.gatherer, **context),
+        fragmenter=fragmenter,
+        querent=querent,
+        gatherer=gatherer,
         dataset=PreferenceDataset(cfg.max_dataset_size),
         reward_trainer=build(cfg.reward_trainer, **context),
         comparisons=comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,

@@ -13,7 +13,7 @@ import torch
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.errors import ConfigError, RlhpError
+from rlhp.errors import ArgumentError, ConfigError, RlhpError
 from rlhp.typecheck import hints, mismatch
 
 OPTIMIZABLE = {
@@ -55,6 +55,8 @@ def build(node: DictConfig, **context: Any) -> Any:
         return hydra.utils.instantiate(node, **wanted)
     except InstantiationException as err:
         cause = err.__cause__
+        if isinstance(cause, ArgumentError):
+            raise ConfigError(f"{key}.{cause.argument}", cause.problem) from None
         if isinstance(cause, RlhpError):
             raise cause from None
         if isinstance(cause, (ValueError, TypeError)):
@@ -94,12 +96,11 @@ def _int(cfg: DictConfig, key: str, minimum: int) -> int:
     return value
 
 
-def _fraction(cfg: DictConfig, key: str, high_open: bool = False) -> float:
+def _fraction(cfg: DictConfig, key: str) -> float:
     value = OmegaConf.select(cfg, key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(key, f"must be a number, got {value!r}")
-    ok = 0 <= value < 1 if high_open else 0 <= value <= 1
-    _require(cfg, key, ok, f"must lie in [0, 1{')' if high_open else ']'}, got {value}")
+    _require(cfg, key, 0 <= value <= 1, f"must lie in [0, 1], got {value}")
     return float(value)
 
 
@@ -131,10 +132,6 @@ def validate_train(cfg: DictConfig) -> None:
     if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
         raise ConfigError("trajectories.path", "is required with trajectories=dataset or demos: a dataset "
                           "folder, e.g. a run's trajectories/ or rlhp-collect's dataset/")
-    # People see only what a web querent publishes; any other would leave them nothing to label.
-    if cfg.gatherer.get("_target_") == "rlhp.feedback.HumanGatherer":
-        _require(cfg, "querent", cfg.querent.get("_target_") == "rlhp.feedback.WebQuerent",
-                 "must be web with gatherer=human (it publishes the clips people label); drop the querent override")
     _int(cfg, "seed", 0)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty
@@ -149,7 +146,6 @@ def validate_train(cfg: DictConfig) -> None:
         _int(cfg, "max_dataset_size", 1)
     # A threshold of 0 clips every return difference to 0: no gradient, the reward never learns.
     _positive(cfg, "preference_model.threshold")
-    _positive(cfg, "reward_trainer.lr")
     discount = cfg.preference_model.discount_factor
     _require(cfg, "preference_model.discount_factor", isinstance(discount, int | float) and 0 < discount <= 1,
              f"must lie in (0, 1], got {discount!r}")
@@ -159,18 +155,7 @@ def validate_train(cfg: DictConfig) -> None:
         value = cfg[key]
         _require(cfg, key, isinstance(value, (int, float)) and value > 0,
                  f"must be a positive number, got {value!r}")
-    trainer = cfg.reward_trainer
-    batch = _int(cfg, "reward_trainer.batch_size", 1)
-    mini = trainer.minibatch_size
-    if mini is not None:
-        mini = _int(cfg, "reward_trainer.minibatch_size", 1)
-        _require(cfg, "reward_trainer.batch_size", batch % mini == 0,
-                 f"({batch}) must be a multiple of reward_trainer.minibatch_size ({mini}); "
-                 f"set one so that it divides the other, e.g. reward_trainer.batch_size={mini * max(1, batch // mini)}")
-    _int(cfg, "reward_trainer.epochs", 1)
-    _fraction(cfg, "reward_trainer.val_split", high_open=True)
     _fraction(cfg, "preference_model.noise_prob")
-    _int(cfg, "reward_net.members", 1)
     _require(cfg, "device", cfg.device in ("cpu", "cuda", "auto") or str(cfg.device).startswith("cuda:"),
              f"must be cpu, cuda, cuda:<n> or auto, got {cfg.device!r}")
     _require(cfg, "device", not str(cfg.device).startswith("cuda") or torch.cuda.is_available(),
@@ -180,13 +165,6 @@ def validate_train(cfg: DictConfig) -> None:
              f"must be null or one of {', '.join(OPTIMIZABLE)}, got {metric!r}")
     _require(cfg, "optimized_metric", metric not in ("val_loss", "val_accuracy") or cfg.reward_trainer.val_split > 0,
              f"is {metric}, which needs a validation split: set reward_trainer.val_split, e.g. 0.2")
-    if "uncertainty_on" in cfg.fragmenter:
-        choices = ("logit", "probability", "label")
-        _require(cfg, "fragmenter.uncertainty_on", cfg.fragmenter.uncertainty_on in choices,
-                 f"must be one of {', '.join(choices)}, got {cfg.fragmenter.uncertainty_on!r}")
-        _require(cfg, "reward_net.members", cfg.reward_net.members >= 2,
-                 "must be at least 2 for fragmenter=active (it measures disagreement "
-                 "between members); use reward_net=ensemble")
 
 
 def _optional_number(cfg: DictConfig, key: str) -> None:

@@ -11,7 +11,7 @@ from gymnasium.envs.classic_control.continuous_mountain_car import Continuous_Mo
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError, ConfigError
 
 FIXED_HORIZON_CARTPOLE = "rlhp/CartPole-FixedHorizon-v0"
 
@@ -85,7 +85,7 @@ class GymEnv:
         kwargs: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(id, str) or not id:
-            raise ConfigError("env.id", "is required, e.g. `env=gym env.id=Pendulum-v1`")
+            raise ArgumentError("id", "is required, e.g. `env=gym env.id=Pendulum-v1`")
         try:
             gym.spec(id)
         except gym.error.Error as err:
@@ -93,7 +93,7 @@ class GymEnv:
                 "env.id", f"{id!r} is not a registered gymnasium id ({err}); check the spelling"
             ) from None
         if n_envs < 1:
-            raise ConfigError("env.n_envs", f"must be at least 1, got {n_envs}")
+            raise ArgumentError("n_envs", f"must be at least 1, got {n_envs}")
         self.id = id
         self.n_envs = n_envs
         self.max_episode_steps = max_episode_steps

@@ -24,6 +24,18 @@ class ConfigError(RlhpError, ValueError):
         self.key = key
 
 
+class ArgumentError(RlhpError, ValueError):
+    """A part's constructor refusing one of its own arguments; the builder names it by its full config key
+    (``reward_trainer.epochs``), and outside a build it is a config error naming the argument alone."""
+
+    kind = "config error"
+    exit_code = 2
+
+    def __init__(self, argument: str, problem: str) -> None:
+        super().__init__(f"{argument} {problem}")
+        self.argument, self.problem = argument, problem
+
+
 class DataError(RlhpError):
     """A file or dataset that cannot be read, or does not fit the env (the message names the path)."""
 

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs, Trajectory
-from rlhp.errors import RunError
+from rlhp.errors import ArgumentError, ConfigError, RunError
 from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
 
@@ -115,9 +115,10 @@ class ActiveSelectionFragmenter:
     def __init__(self, base: Fragmenter, reward_net: RewardNet, fragment_sample_factor: float = 2.0,
                  uncertainty_on: str = "logit", discount_factor: float = 1.0) -> None:
         if uncertainty_on not in ("logit", "probability", "label"):
-            raise ValueError(f"uncertainty_on must be logit, probability or label, got {uncertainty_on!r}")
-        if reward_net.members < 2:
-            raise ValueError("active selection needs a reward ensemble (reward_net.members >= 2)")
+            raise ArgumentError("uncertainty_on", f"must be one of logit, probability, label, got {uncertainty_on!r}")
+        if reward_net.members < 2:  # the net comes from the reward_net group
+            raise ConfigError("reward_net.members", "must be at least 2 for fragmenter=active (it measures "
+                              "disagreement between members); use reward_net=ensemble")
         self.base, self.reward_net = base, reward_net
         self.fragment_sample_factor, self.uncertainty_on = fragment_sample_factor, uncertainty_on
         self.discount_factor = discount_factor

@@ -16,6 +16,7 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim, prepro
 from torch import nn
 
 from rlhp.data import Trajectory
+from rlhp.errors import ArgumentError
 from rlhp.preference_model import discount_weights, discounted_returns
 
 
@@ -172,7 +173,12 @@ class RewardNet(nn.Module):
     ) -> None:
         super().__init__()
         if not (use_state or use_action or use_next_state or use_done):
-            raise ValueError("reward_net: at least one of use_state/use_action/use_next_state/use_done must be true")
+            raise ArgumentError("use_state", "and use_action, use_next_state, use_done are all false: the net sees "
+                                "nothing")
+        if members < 1:
+            raise ArgumentError("members", f"must be at least 1, got {members}")
+        if not all(width >= 1 for width in hidden_sizes):
+            raise ArgumentError("hidden_sizes", f"must be widths of at least 1, got {list(hidden_sizes)}")
         self.observation_space, self.action_space = observation_space, action_space
         self.members = members
         self.use = (use_state, use_action, use_next_state, use_done)

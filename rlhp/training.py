@@ -14,6 +14,7 @@ import torch
 
 from rlhp.data import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
 
@@ -78,8 +79,18 @@ class RewardTrainer:
                  minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0) -> None:
+        for name, value, low in (("batch_size", batch_size, 1), ("epochs", epochs, 1),
+                                 ("minibatch_size", minibatch_size or 1, 1)):
+            if value < low:
+                raise ArgumentError(name, f"must be at least {low}, got {value}")
+        if not lr > 0:
+            raise ArgumentError("lr", f"must be a positive number, got {lr}")
+        if not 0 <= val_split < 1:
+            raise ArgumentError("val_split", f"must lie in [0, 1), got {val_split}")
         if minibatch_size is not None and batch_size % minibatch_size:
-            raise ValueError(f"batch_size ({batch_size}) must be a multiple of minibatch_size ({minibatch_size})")
+            raise ArgumentError("batch_size", f"({batch_size}) must be a multiple of minibatch_size "
+                                f"({minibatch_size}); set one so that it divides the other, e.g. batch_size="
+                                f"{minibatch_size * max(1, batch_size // minibatch_size)}")
         if weight_decay_adapt is not None and (weight_decay_adapt <= 1 or weight_decay <= 0 or val_split <= 0):
             raise ValueError("weight_decay_adapt needs a factor > 1, weight_decay > 0 (any multiple of 0 stays 0) "
                              "and val_split > 0 (the validation loss drives it); got weight_decay_adapt="

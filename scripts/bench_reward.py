@@ -13,11 +13,11 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_module
 
+from rlhp.compose import compose as compose_run
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
-from rlhp.run import build_loop
 from rlhp.training import RewardTrainer
 
 PAIRS, LENGTH, BATCH = 1000, 50, 32
@@ -108,9 +108,9 @@ def loop_round() -> dict[str, float]:
     """Seconds per phase of round 1 of the default CartPole loop (after the initial round)."""
     with initialize_config_module("rlhp.conf", version_base="1.3"):
         cfg = compose("train", overrides=["logger=none"])
-    loop = build_loop(cfg)
+    loop = compose_run(cfg)
     loop.round()
-    metrics = loop.round()
+    metrics = loop.round().metrics
     return {k[5:-2]: v for k, v in metrics.items() if k.startswith("time_")}
 
 

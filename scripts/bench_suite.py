@@ -33,6 +33,9 @@ BIN = Path(sys.executable).parent
 TARGETS = {"cartpole": 475.0, "pendulum": -200.0}
 """A run counts as solved at or above this final true return."""
 
+BEGIN, END = "<!-- bench_suite", "<!-- /bench_suite -->"
+"""The markers of the page's block that this script writes."""
+
 
 def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
     """The finished runs of ``rlhp-train -m <overrides>`` in ``folder``, running it unless all finished."""
@@ -118,7 +121,6 @@ def main() -> None:
         label_rows.append(f"| {name} | {' | '.join(cells)} | `rlhp-train -m experiment={name} "
                           f"total_comparisons={budgets} {seeds(args.label_seeds)}` |")
     text = "\n".join([
-        "# Benchmarks", "",
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
         f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs} "
@@ -135,12 +137,14 @@ def main() -> None:
           for name in args.not_run), "",
         f"Label efficiency: final true return, mean ± 95% CI over {args.label_seeds} seeds, by label budget.", "",
         f"| experiment | {' | '.join(f'{n} labels' for n in args.labels)} | command |",
-        f"|---|{'---:|' * len(args.labels)}---|", *label_rows, ""])
+        f"|---|{'---:|' * len(args.labels)}---|", *label_rows])
     if args.out is None:
         print(text)
-    else:
-        args.out.write_text(text)
-        print(f"wrote {args.out}")
+    else:  # only the generated block: the notes and other sections of the page are kept
+        page = args.out.read_text()
+        start, end = page.index(BEGIN), page.index(END)
+        args.out.write_text(page[:page.index("\n", start) + 1] + text + "\n" + page[end:])
+        print(f"wrote the suite's block of {args.out}")
 
 
 if __name__ == "__main__":

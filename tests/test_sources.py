@@ -11,7 +11,7 @@ from stable_baselines3 import DQN, PPO, SAC, TD3
 
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.errors import ConfigError, RunError
+from rlhp.errors import ArgumentError, RunError
 from rlhp.exploration import StateEntropyReward
 from rlhp.policies import GaussianActionNoise, random_policy
 from rlhp.rewards import EnvReward, RewardNet
@@ -55,9 +55,9 @@ def test_max_episode_steps_cuts_the_agents_episodes_but_not_the_envs_until_it_is
     report = a.train(1024)  # from 128 steps on, the env's own 500 steps
     assert report.steps == 1024 and len(report.returns) == 2 and a.algorithm.num_timesteps == 1152
     assert {len(t) for t in a.recorder.finished} == {500} and {len(t) for t in a.sample(100)} == {500}
-    with pytest.raises(ConfigError, match="trajectories.max_episode_steps"):
+    with pytest.raises(ArgumentError, match="max_episode_steps must be >= 1"):
         trainer(0, max_episode_steps=0)
-    with pytest.raises(ConfigError, match="trajectories.max_episode_steps_until"):
+    with pytest.raises(ArgumentError, match="max_episode_steps_until lifts"):
         trainer(0, max_episode_steps_until=1000)
 
 

@@ -46,6 +46,9 @@ def no_answers() -> Answers:
 class PreferenceGatherer(ABC):
     """Takes queries with :meth:`add`; calling it returns the answered ones and keeps the rest pending."""
 
+    reads_published_queries: bool = False
+    """Whether its answers come from people shown the queries a publishing querent put in the run folder."""
+
     @abstractmethod
     def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:
         """Queue queries for answering."""

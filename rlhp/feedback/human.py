@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rlhp.data import FragmentPairs
-from rlhp.errors import ConfigError, NetworkError
+from rlhp.errors import ArgumentError, NetworkError
 from rlhp.feedback.gatherer import Answers, PreferenceGatherer, no_answers
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder
@@ -51,18 +51,20 @@ class HumanGatherer(PreferenceGatherer):
         lease_s: seconds a query handed to a person is theirs alone.
     """
 
+    reads_published_queries = True
+
     def __init__(self, run_dir: str | Path, min_answered_frac: float = 0.5, timeout_s: float = 30.0,
                  max_pending: int = 200, poll_s: float = 0.2, serve: bool = True, host: str = "127.0.0.1",
                  port: int = 8765, token: str | None = None, lease_s: float = 120.0) -> None:
         if not 0 <= min_answered_frac <= 1:
-            raise ConfigError("gatherer.min_answered_frac", f"must lie in [0, 1], got {min_answered_frac}")
+            raise ArgumentError("min_answered_frac", f"must lie in [0, 1], got {min_answered_frac}")
         for key, value in (("timeout_s", timeout_s), ("poll_s", poll_s), ("lease_s", lease_s)):
             if value <= 0:
-                raise ConfigError(f"gatherer.{key}", f"must be positive, got {value}")
+                raise ArgumentError(key, f"must be positive, got {value}")
         if max_pending < 1:
-            raise ConfigError("gatherer.max_pending", f"must be at least 1, got {max_pending}")
+            raise ArgumentError("max_pending", f"must be at least 1, got {max_pending}")
         if not 0 <= port < 65536:
-            raise ConfigError("gatherer.port", f"must be a TCP port (0 for any free one), got {port}")
+            raise ArgumentError("port", f"must be a TCP port (0 for any free one), got {port}")
         self.run = RunFolder(run_dir)
         self.store = QueryStore(self.run.queries_db)
         self.min_answered_frac, self.timeout_s, self.poll_s = min_answered_frac, timeout_s, poll_s

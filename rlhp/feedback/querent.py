@@ -9,7 +9,7 @@ import numpy as np
 
 from rlhp.data import FragmentPairs
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError
 from rlhp.feedback.clips import ClipRenderer
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryStore
@@ -17,6 +17,9 @@ from rlhp.runs.queries import QueryStore
 
 class Querent:
     """Gives each query a run-unique integer id (and publishes it, in subclasses that show people)."""
+
+    publishes: bool = False
+    """Whether it publishes its queries (clips and a store entry) where people see them."""
 
     def __init__(self) -> None:
         self.next_id = 0
@@ -40,13 +43,15 @@ class WebQuerent(Querent):
         fps: clip frames per second (None: the env's own).
     """
 
+    publishes = True
+
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None) -> None:
         super().__init__()
         if labels_per_query < 1:
-            raise ConfigError("querent.labels_per_query", f"must be at least 1, got {labels_per_query}")
+            raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
         if width < 16 or width % 2:
-            raise ConfigError("querent.width", f"must be an even number of pixels >= 16, got {width}")
+            raise ArgumentError("width", f"must be an even number of pixels >= 16, got {width}")
         self.run = RunFolder(run_dir)
         self.store = QueryStore(self.run.queries_db)
         self.labels_per_query = labels_per_query

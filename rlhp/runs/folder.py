@@ -87,6 +87,11 @@ class RunFolder:
         return self.path / "checkpoints"
 
     @property
+    def chunks_dir(self) -> Path:
+        """Large arrays of the checkpoints (a replay buffer's), in chunks named by content hash."""
+        return self.path / "chunks"
+
+    @property
     def trajectories_dir(self) -> Path:
         """Every trajectory sampled for fragments: one Parquet file per round and a dataset card."""
         return self.path / "trajectories"

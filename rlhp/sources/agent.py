@@ -14,7 +14,7 @@ from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
 from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError, ConfigError
 from rlhp.exploration import StateEntropyReward
 from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import AgentReward
@@ -51,9 +51,9 @@ class AgentTrainer(TrajectorySource, Agent):
                  random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
                  max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
         if max_episode_steps is not None and max_episode_steps < 1:
-            raise ConfigError("trajectories.max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
+            raise ArgumentError("max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
         if max_episode_steps_until is not None and max_episode_steps is None:
-            raise ConfigError("trajectories.max_episode_steps_until", "lifts trajectories.max_episode_steps, which is "
+            raise ArgumentError("max_episode_steps_until", "lifts trajectories.max_episode_steps, which is "
                               "not set; set both, or neither")
         horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
         self.env, self.seed, self.short_until = env, seed, max_episode_steps_until
@@ -75,7 +75,7 @@ class AgentTrainer(TrajectorySource, Agent):
         self.rng = rng
         self.exploration_frac, self.switch_prob, self.random_prob = exploration_frac, switch_prob, random_prob
         if unsupervised_steps < 0:
-            raise ConfigError("trajectories.unsupervised_steps", f"must be >= 0, got {unsupervised_steps}")
+            raise ArgumentError("unsupervised_steps", f"must be >= 0, got {unsupervised_steps}")
         self.unsupervised_left, self.entropy_k = unsupervised_steps, entropy_k
         self._sampled: dict[str, float] = {}
 

@@ -12,7 +12,7 @@ from rlhp.data.hub import open_trajectories
 from rlhp.data.spaces import space_from_json
 from rlhp.data.trajectory import digest
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError, DataError, RunError
+from rlhp.errors import ArgumentError, DataError, RunError
 from rlhp.sources.base import TrajectorySource, take
 
 
@@ -32,7 +32,7 @@ class DatasetSource(TrajectorySource):
     def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2,
                  rank_by: Literal["rank", "return"] = "rank") -> None:
         if rank_by not in ("rank", "return"):
-            raise ConfigError("trajectories.rank_by", f"must be rank or return, got {rank_by!r}")
+            raise ArgumentError("rank_by", f"must be rank or return, got {rank_by!r}")
         self.path, self.rank_by, self.rng = path, rank_by, rng
         trajectories, meta = self._open()
         for key, space in zip(("observation_space", "action_space"), env.spaces()):
@@ -47,7 +47,7 @@ class DatasetSource(TrajectorySource):
         self.order = rng.permutation(len(trajectories))
         self.n_held = int(round(held_out_frac * len(trajectories)))
         if len(trajectories) - self.n_held < 1:
-            raise ConfigError("trajectories.held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
+            raise ArgumentError("held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
         self.digest = digest(trajectories)
         self._split(trajectories)
 

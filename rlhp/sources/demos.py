@@ -10,7 +10,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError
 from rlhp.rewards import AgentReward
 from rlhp.sources.agent import AgentTrainer
 from rlhp.sources.base import TrajectorySource
@@ -36,7 +36,7 @@ class DemoSource(TrajectorySource):
                  rank_by: Literal["rank", "return"] = "rank", max_episode_steps: int | None = None,
                  agent_frac: float = 0.0) -> None:
         if not 0 <= agent_frac <= 1:
-            raise ConfigError("trajectories.agent_frac", f"must be in [0, 1], got {agent_frac}")
+            raise ArgumentError("agent_frac", f"must be in [0, 1], got {agent_frac}")
         self.agent_frac = agent_frac
         self.demos = DatasetSource(path, env, rng, held_out_frac, rank_by)
         self.trainer = AgentTrainer(algorithm, env, reward, seed, rng, max_episode_steps=max_episode_steps)
