@@ -94,3 +94,13 @@ def true_reward_ceiling(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
 
 def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: Any) -> TrajectorySource:
     return build(cfg.trajectories, algorithm=build(cfg.agent), env=env, reward=reward, seed=cfg.seed, rng=rng)
+
+
+def describe(loop: AgentRounds, cfg: DictConfig, choices: dict[str, str]) -> str:
+    """One line saying what the composed run does (``choices``: the config options chosen)."""
+    if not isinstance(loop, PreferenceComparisons):
+        return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
+                f"{cfg.total_timesteps:,} timesteps, {loop.num_rounds} rounds")
+    return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
+            f"{cfg.total_timesteps:,} timesteps, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
+            "iterations")

@@ -52,3 +52,15 @@ def evaluate(loop: AgentRounds, env: GymEnv, episodes: int, correlation_steps: i
     if isinstance(loop, PreferenceComparisons):
         result.update(reward_fit(loop.reward_trainer.net, loop.source, env, correlation_steps, seed))
     return result
+
+
+def headline(result: dict[str, Any]) -> str:
+    """The final evaluation in one line for the console."""
+    parts = []
+    if "true_return_mean" in result:
+        parts.append(f"true return {result['true_return_mean']:.1f} ± {result['true_return_std']:.1f} over "
+                     f"{result['episodes']} episodes")
+    if "reward_correlation" in result:
+        corr = result["reward_correlation"]
+        parts.append(f"reward correlation {'n/a' if corr is None else f'{corr:.3f}'}")
+    return ", ".join(parts)

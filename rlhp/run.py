@@ -13,14 +13,14 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlhp.checkpoints import RunRecord, latest_loadable
-from rlhp.compose import compose
+from rlhp.compose import compose, describe
 from rlhp.config import build
 from rlhp.demos.bc import clone_and_evaluate
 from rlhp.errors import ConfigError, RunError, Stopped
-from rlhp.evaluation import evaluate
+from rlhp.evaluation import evaluate, headline
 from rlhp.launch import Launch
 from rlhp.logs import CONSOLE
-from rlhp.loop import AgentRounds, PreferenceComparisons
+from rlhp.loop import AgentRounds
 from rlhp.runs import RunFolder, write_json
 from rlhp.stops import StopRequest
 
@@ -34,7 +34,7 @@ def train(cfg: DictConfig, launch: Launch) -> float:
     run = RunFolder(launch.run_dir)
     with run.lock():
         loop, cfg, overrides = start_or_resume(run, cfg, launch.overrides)
-        log.info("rlhp-train: %s", _describe(loop, cfg, launch.choices), extra=CONSOLE)
+        log.info("rlhp-train: %s", describe(loop, cfg, launch.choices), extra=CONSOLE)
         log.info("run folder: %s", run.path, extra=CONSOLE)
         context = {"run": run, "env": build(cfg.env), "record": RunRecord(cfg, overrides)}
         logger = build(cfg.logger)
@@ -68,7 +68,7 @@ def train(cfg: DictConfig, launch: Launch) -> float:
         for callback in callbacks:
             callback.close()
         logger.finish()
-    log.info("evaluation: %s; %s = %s (eval.json)", _headline(result), name,
+    log.info("evaluation: %s; %s = %s (eval.json)", headline(result), name,
              "n/a" if value is None else f"{value:.4g}", extra=CONSOLE)
     return math.nan if value is None else float(value)
 
@@ -120,23 +120,3 @@ def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
     a, b = (flat({k: v for k, v in OmegaConf.to_container(c, resolve=True).items() if k not in ("resume", "hydra")})
             for c in (saved, cfg))
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-
-
-def _describe(loop: AgentRounds, cfg: DictConfig, choices: dict[str, str]) -> str:
-    if not isinstance(loop, PreferenceComparisons):
-        return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
-                f"{cfg.total_timesteps:,} timesteps, {loop.num_rounds} rounds")
-    return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
-            f"{cfg.total_timesteps:,} timesteps, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
-            "iterations")
-
-
-def _headline(result: dict[str, Any]) -> str:
-    parts = []
-    if "true_return_mean" in result:
-        parts.append(f"true return {result['true_return_mean']:.1f} ± {result['true_return_std']:.1f} over "
-                     f"{result['episodes']} episodes")
-    if "reward_correlation" in result:
-        corr = result["reward_correlation"]
-        parts.append(f"reward correlation {'n/a' if corr is None else f'{corr:.3f}'}")
-    return ", ".join(parts)

@@ -226,3 +226,26 @@ def test_sigterm_during_an_experts_training_keeps_what_was_trained(tmp_path):
     assert "rlhp-collect: stopped: SIGTERM during the expert's training: the expert trained for" in err
     expert = PPO.load(run_dir / "expert.zip", device="cpu")
     assert 0 < expert.num_timesteps < 1_000_000 and not (run_dir / "dataset").exists()
+
+
+# SAC on Pendulum with a buffer large enough (200k transitions, 2.4 MB of observations) to go to chunks/.
+OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "env=gym", "env.id=Pendulum-v1", "agent=sac",
+              "agent.learning_starts=200", "agent.buffer_size=200000", "reward_net.use_action=true"]
+
+
+def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path):
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", *OFF_POLICY, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run_dir = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, "rlhp.sources.agent", "AgentTrainer.train", "3",
+                             *OFF_POLICY, f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of resume.pt
+    assert all((p / "resume.pt").stat().st_size < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
+    run_cli("rlhp-train", *OFF_POLICY, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(whole)
+    # Pruning leaves exactly the chunks that the kept checkpoints use.
+    used = {n for p in (run_dir / "checkpoints").iterdir() for n in (p / "chunks.txt").read_text().split()}
+    assert {p.name for p in (run_dir / "chunks").iterdir()} == used

@@ -1,0 +1,50 @@
+"""The save contract: a checkpoint is the loop pickled whole, large arrays in shared chunks written once,
+a replay buffer's rewards not at all (they are relabelled before they are read)."""
+
+import numpy as np
+from helpers import composed
+
+from rlhp.callbacks import Checkpointer
+from rlhp.checkpoints import CHUNK, RunRecord, load_checkpoint
+from rlhp.compose import compose
+from rlhp.runs import RunFolder
+
+SAC = ["debug=fast", "env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100",
+       "agent.buffer_size=100000", "reward_net.use_action=true", "keep_checkpoints=1"]
+
+
+def written(folder, before):
+    now = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+    return sum(p.stat().st_size for p, t in now.items() if before.get(p) != t), now
+
+
+def test_a_round_writes_only_the_chunks_its_new_transitions_touch_and_loading_restores_the_buffer(tmp_path):
+    cfg = composed("train", SAC)
+    run = RunFolder(tmp_path)
+    loop = compose(cfg, run.path)
+    buffer = loop.source.agent.algorithm.replay_buffer
+    checkpointer = Checkpointer(run, RunRecord(cfg, SAC), every=1, keep=1)
+    seen: dict = {}
+    sizes = []
+    for _ in range(3):
+        result = loop.round()
+        checkpointer(loop, result)
+        size, seen = written(tmp_path, seen)
+        sizes.append(size)
+    columns = ("observations", "next_observations", "actions", "dones", "timeouts")
+    buffer_bytes = sum(getattr(buffer, c).nbytes for c in columns) + buffer.rewards.nbytes
+    assert sizes[0] < buffer_bytes  # the empty buffer's zeros are one chunk, stored once
+    # Round 2 added 512 transitions (4 envs): each column rewrites the chunks they fall in, nothing more.
+    assert sizes[2] < 0.1 * buffer_bytes
+    chunks = list(run.chunks_dir.iterdir())
+    assert chunks and all(p.stat().st_size <= CHUNK for p in chunks)
+    used = set((run.checkpoint("iter_0002") / "chunks.txt").read_text().split())
+    assert {p.name for p in chunks} == used  # older checkpoints were pruned, and their chunks with them
+    back, _, _ = load_checkpoint(run.checkpoint("iter_0002"))
+    again = back.source.agent.algorithm.replay_buffer
+    for column in columns:
+        np.testing.assert_array_equal(getattr(again, column), getattr(buffer, column))
+    assert not again.rewards.any() and buffer.rewards[:buffer.pos].any()  # not stored: relabelled when read
+    for agent in (back.source.agent, loop.source.agent):  # every agent phase starts by relabelling
+        agent.train(0)
+    np.testing.assert_array_equal(again.rewards, buffer.rewards)
