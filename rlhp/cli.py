@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from rlhp.errors import ConfigError, RlhpError, StorageError
 from rlhp.launch import Launch
 from rlhp.logs import FILE_ONLY
+from rlhp.runs import RunFolder
 
 # Errors of the disk, not of rlhp: reported as a StorageError naming the path.
 _STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
@@ -115,10 +116,7 @@ def missing_extra(overrides: list[str]) -> ConfigError | None:
 
 def _require_extras(command: str) -> None:
     """Refuse, in one line with exit code 2, an override whose feature is not installed (before Hydra reads it)."""
-    error = missing_extra(sys.argv[1:])
-    if error is not None:
-        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
+    _refuse(missing_extra(sys.argv[1:]), command)
 
 
 def _leaving() -> None:
@@ -129,7 +127,37 @@ def _leaving() -> None:
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
     _require_extras("rlhp-train")
+    _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
+
+
+def _override(argv: list[str], key: str) -> str | None:
+    """The value of the last ``key=value`` override on the command line, if any."""
+    values = [a.split("=", 1)[1] for a in argv[1:] if a.lstrip("+").startswith(f"{key}=")]
+    return values[-1] if values else None
+
+
+def _keep_run_record(argv: list[str]) -> RlhpError | None:
+    """Before Hydra makes or writes anything: refuse ``resume=`` of a folder that holds no run, and keep the
+    record (``.hydra/``) of a run folder that a launch continues, so a refused launch leaves it as it was."""
+    resume = _override(argv, "resume")
+    if resume is not None:
+        folder = RunFolder(resume)
+        if not folder.path.is_dir():
+            return ConfigError("resume", f"is {resume!r}, which is not a folder; give the folder of a run")
+        if not folder.config_yaml.is_file():
+            return ConfigError("resume", f"is {resume!r}, which holds no rlhp run (no .hydra/config.yaml)")
+    target = resume or _override(argv, "hydra.run.dir")
+    if target is not None and RunFolder(target).config_yaml.is_file():
+        argv.append("hydra.output_subdir=null")  # the run's own record stays; rlhp-train keeps it
+    return None
+
+
+def _refuse(error: RlhpError | None, command: str) -> None:
+    """End in one line with the error's exit code, if there is an error."""
+    if error is not None:
+        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -87,6 +87,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tu
         if cfg.resume is not None:
             raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
         loop = compose(cfg, run.path)
+        run.write_record(cfg, overrides)  # a folder holding an older record keeps it until now
         if cfg.get("pretrain") is not None:  # behavioural cloning before the first round
             if not loop.source.agent.trains:
                 raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
@@ -98,9 +99,6 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tu
         if extra:
             raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
                               f"drop the other overrides {extra} or start a new run")
-        # Hydra has just written this launch's config into .hydra/; the record must stay the run's.
-        (run.path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(saved))
-        (run.path / ".hydra" / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(saved_overrides)))
     else:
         differ = _differences(saved, cfg)
         if differ:

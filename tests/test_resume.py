@@ -249,3 +249,24 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     # Pruning leaves exactly the chunks that the kept checkpoints use.
     used = {n for p in (run_dir / "checkpoints").iterdir() for n in (p / "chunks.txt").read_text().split()}
     assert {p.name for p in (run_dir / "chunks").iterdir()} == used
+
+
+def test_a_refused_command_leaves_the_run_folder_as_it_was(tmp_path):
+    missing = tmp_path / "nowhere"
+    proc = run_cli("rlhp-train", f"resume={missing}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"rlhp-train: config error: config key `resume` is '{missing}', which is not a folder; give the folder "
+        "of a run")
+    assert not missing.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli("rlhp-train", f"resume={empty}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "which holds no rlhp run" in proc.stderr and not list(empty.iterdir())
+    finished = tmp_path / "finished"
+    run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={finished}", cwd=tmp_path)
+    record = {p.name: p.read_bytes() for p in (finished / ".hydra").iterdir()}
+    for command in ([f"resume={finished}", "seed=7"], ["debug=fast", "logger=none", "seed=7",
+                                                       f"hydra.run.dir={finished}"]):
+        proc = run_cli("rlhp-train", *command, cwd=tmp_path, check=False)
+        assert proc.returncode in (2, 5) and "Traceback" not in proc.stderr
+        assert {p.name: p.read_bytes() for p in (finished / ".hydra").iterdir()} == record  # how it was trained

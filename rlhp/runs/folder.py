@@ -149,6 +149,12 @@ class RunFolder:
         """The run's resolved config."""
         return OmegaConf.load(self.config_yaml)
 
+    def write_record(self, cfg: DictConfig, overrides: list[str]) -> None:
+        """Record how the run is configured (``.hydra/config.yaml`` and ``overrides.yaml``, Hydra's layout)."""
+        self.config_yaml.parent.mkdir(parents=True, exist_ok=True)
+        self.config_yaml.write_text(OmegaConf.to_yaml(cfg))
+        (self.config_yaml.parent / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
+
     def metrics(self) -> list[dict[str, float | None]]:
         """The rows of ``metrics.csv`` (None where a round has no value)."""
         return read_metrics(self.metrics_csv)
