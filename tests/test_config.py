@@ -144,6 +144,11 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
      "`fragmenter.uncertainty_on` must be one of logit, probability, label, got 'entropy'"),
     (["fragmenter=active", "reward_net=basic"], "`reward_net.members` must be at least 2 for fragmenter=active"),
+    (["agent.learning_rate=-1"], "`agent.learning_rate` must be a positive finite number (or a schedule), got -1"),
+    (["agent.gamma=1.5"], "`agent.gamma` must be in (0, 1], got 1.5"),
+    (["agent=dqn", "agent.exploration_final_eps=2"], "`agent.exploration_final_eps` must be in [0, 1], got 2"),
+    (["agent=sac", *PENDULUM, "+agent.tau=0"], "`agent.tau` must be in (0, 1], got 0"),
+    (["agent.n_steps=0"], "`agent.n_steps` must be an integer of at least 1, got 0"),
     (["trajectories.max_episode_steps=0"], "`trajectories.max_episode_steps` must be >= 1 (or null), got 0"),
     (["reward_trainer.weight_decay=heavy"], "`reward_trainer.weight_decay` must be a number, got 'heavy'"),
     (["reward_net.hidden_sizes=[8,x]"], "`reward_net.hidden_sizes` must be a list of integers, got [8, 'x']"),
@@ -180,3 +185,38 @@ def test_cuda_without_a_gpu_is_refused_and_auto_falls_back_to_the_cpu(tmp_path):
         compose(composed("train", ["debug=fast", "device=cuda"]))
     loop = compose(composed("train", ["debug=fast", "device=auto"]))
     assert loop.reward_trainer.net.device.type == "cpu" and loop.source.agent.algorithm.device.type == "cpu"
+
+
+def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_agent_key_has_one():
+    import inspect
+
+    import stable_baselines3 as sb3
+
+    from rlhp.sources.domains import DOMAINS
+    arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3)
+                 for name in inspect.signature(algo.__init__).parameters}
+    assert set(DOMAINS) <= arguments
+    for option in options("agent"):
+        node = OmegaConf.to_container(OmegaConf.load(CONF / "agent" / f"{option}.yaml"))  # unresolved
+        numeric = {k for k, v in node.items() if isinstance(v, int | float) and not isinstance(v, bool)
+                   and k not in ("verbose",)}
+        assert numeric <= set(DOMAINS), (option, numeric - set(DOMAINS))
+
+
+@pytest.mark.parametrize(("name", "bad", "good"), [
+    ("gamma", [0, -0.1, 1.01, float("nan"), float("inf")], [1e-3, 0.99, 1]),
+    ("learning_rate", [0, -1e-3, float("nan"), float("inf")], [1e-5, 3, lambda progress: 1e-3]),
+    ("tau", [0, 1.5], [0.005, 1]),
+    ("batch_size", [1, 0, 2.5, True], [2, 256]),
+    ("train_freq", [0, [0, "step"], [1, "day"]], [1, [1, "episode"], (4, "step")]),
+    ("gradient_steps", [0, -2], [-1, 1, 64]),
+    ("ent_coef", [-0.1, "best"], [0, 0.01, "auto", "auto_0.1"]),
+    ("exploration_final_eps", [-0.01, 1.01], [0, 0.05, 1]),
+])
+def test_sb3_domains_refuse_what_lies_outside_and_accept_what_lies_inside(name, bad, good):
+    from rlhp.sources.domains import check_domains
+    for value in bad:
+        with pytest.raises(ConfigError, match=f"`agent.{name}` must be"):
+            check_domains({name: value})
+    for value in good:
+        check_domains({name: value})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +21,7 @@ from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import AgentReward
 from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
+from rlhp.sources.domains import check_domains
 from rlhp.sources.reward_env import RewardVecEnvWrapper
 
 
@@ -59,11 +61,16 @@ class AgentTrainer(TrajectorySource, Agent):
         self.env, self.seed, self.short_until = env, seed, max_episode_steps_until
         self.recorder = TrajectoryRecorder(env.n_envs)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward, self.recorder)
+        # The algorithm comes from the agent group; SB3 checks few of its values itself.
+        check_domains(algorithm.keywords if isinstance(algorithm, functools.partial) else {})
         try:
             self.algorithm = algorithm(env=self.venv, seed=seed)
         except AssertionError as err:  # SB3 asserts the spaces it supports
             raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
                               f"supports {self.venv.action_space} actions") from None
+        except ValueError as err:  # what SB3 itself refuses, named by the group it came from
+            raise ConfigError("agent", f"is refused by {getattr(algorithm, 'func', algorithm).__name__}: {err}") \
+                from None
         if isinstance(self.algorithm, OffPolicyAlgorithm) and isinstance(self.algorithm.action_noise,
                                                                           GaussianActionNoise):
             self.algorithm.action_noise.bind(self.venv.action_space)
