@@ -6,12 +6,14 @@ nothing of the training loop.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
@@ -20,6 +22,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import Query as StoredQuery
 from rlhp.runs.queries import QueryError, QueryStore
+
+log = logging.getLogger(__name__)
 
 MAX_BODY = 4096
 """Largest request body accepted, in bytes (an answer is a few dozen)."""
@@ -120,6 +124,15 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     @app.exception_handler(QueryError)
     def refused(request: Request, err: QueryError) -> JSONResponse:
         return JSONResponse({"detail": str(err)}, err.status)
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        # Each error without the value sent: one that JSON cannot carry (1e309 parses as infinity) would
+        # turn FastAPI's own 422 into a 500 while echoing it back.
+        detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in err.errors()]
+        log.info("refused %s %s (422): %s", request.method, request.url.path,
+                 "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in detail))
+        return JSONResponse({"detail": detail}, 422)
 
     def clip_pair(query: StoredQuery) -> ClipPair:
         return ClipPair(query_id=query.id, left=f"media/{query.left_clip}", right=f"media/{query.right_clip}",
