@@ -22,6 +22,7 @@ import time
 
 import httpx
 import numpy as np
+from omegaconf import OmegaConf
 from playwright.sync_api import sync_playwright
 
 from rlhp.data import FragmentPairs
@@ -63,6 +64,7 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         run = RunFolder(tmp)
+        run.write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])  # a run folder to serve
         queries = args.answers + 40  # the API timing below uses the extra ones
         querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp)
         pairs = cartpole_pairs(queries)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from helpers import BIN, random_pairs
+from omegaconf import OmegaConf
 from test_hub import RecordingApi
 
 from rlhp.annotate.app import create_app
@@ -28,8 +29,9 @@ from rlhp.runs.queries import QueryStore
 
 
 def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0) -> QueryStore:
-    """``n`` queries with real fragment pairs (the clips are placeholder files)."""
+    """``n`` queries with real fragment pairs (the clips are placeholder files), in a run folder."""
     run = RunFolder(run_dir)
+    run.write_record(OmegaConf.create({"seed": 0}), [])  # rlhp-annotate serves only run folders
     run.media_dir.mkdir(parents=True, exist_ok=True)
     ids = np.arange(first, first + n)
     names = [(f"q{q}-left.mp4", f"q{q}-right.mp4") for q in ids]
@@ -95,6 +97,18 @@ def test_a_number_json_cannot_carry_back_is_refused_in_a_4xx_with_one_log_line(a
     refused = [r for r in caplog.records if r.name == "rlhp.annotate.app"]
     assert len(refused) == 1 and refused[0].getMessage().startswith(f"refused POST {path} (422): ")
     assert refused[0].exc_info is None
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_rlhp_annotate_refuses_a_folder_that_holds_no_run_and_makes_nothing_there(tmp_path, made):
+    folder = tmp_path / "leftover"
+    if made:
+        folder.mkdir()
+    proc = subprocess.run([BIN / "rlhp-annotate", str(folder)], capture_output=True, text=True, timeout=60)
+    what = "holds no rlhp run (no .hydra/config.yaml)" if made else "is not a folder"
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"rlhp-annotate: config error: '{folder}' {what}; give the folder of an rlhp-train run")
+    assert (list(folder.iterdir()) == []) if made else not folder.exists()
 
 
 def test_malformed_json_oversized_bodies_and_missing_names_are_refused(api):
@@ -213,6 +227,7 @@ def test_50_annotators_post_2000_answers_to_a_live_server_and_none_is_lost_or_do
 
 
 def test_the_server_announces_its_url_and_cleans_up(tmp_path):
+    RunFolder(tmp_path).write_record(OmegaConf.create({"seed": 0}), [])
     server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
@@ -226,6 +241,7 @@ def test_the_server_announces_its_url_and_cleans_up(tmp_path):
 
 
 def test_a_public_address_gets_a_generated_token(tmp_path):
+    RunFolder(tmp_path).write_record(OmegaConf.create({"seed": 0}), [])
     server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--host", "0.0.0.0", "--port", "0"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

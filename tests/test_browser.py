@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import BIN, random_pairs
+from omegaconf import OmegaConf
 from playwright.sync_api import Page, sync_playwright
 from test_annotate import wait_for_url
 
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.feedback import HumanGatherer, WebQuerent
+from rlhp.runs import RunFolder
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOT = Path(__file__).parents[1] / "docs" / "img" / "labelling_page.png"
@@ -30,6 +32,7 @@ def launch(playwright):
 def served(tmp_path):
     """A run folder with four CartPole queries (real clips) and ``rlhp-annotate`` serving it."""
     assert shutil.which("chromium"), "make test installs Debian's chromium (apt-get install chromium)"
+    RunFolder(tmp_path).write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])
     querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path)
     pairs = random_pairs(4, length=20, obs_dim=4)
     pairs.obs *= 0.2  # near upright, so the pole is on screen

@@ -10,6 +10,7 @@ import sys
 from rlhp.annotate.export import export_labels
 from rlhp.annotate.server import serve
 from rlhp.errors import RlhpError
+from rlhp.runs import RunFolder
 from rlhp.runs.folder import LOOPBACK
 
 
@@ -32,8 +33,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--private", action="store_true", help="with --export to the Hub: a private repo")
     parser.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if not os.path.isdir(args.run):
-        parser.error(f"no run folder at {args.run!r}")
+    run = RunFolder(args.run)
+    if not run.config_yaml.is_file():  # before anything is made there
+        what = "holds no rlhp run (no .hydra/config.yaml)" if run.path.is_dir() else "is not a folder"
+        print(f"rlhp-annotate: config error: {args.run!r} {what}; give the folder of an rlhp-train run",
+              file=sys.stderr)
+        sys.exit(2)
     token = args.token or (None if args.host in LOOPBACK else secrets.token_urlsafe(16))
     try:
         if args.export:
