@@ -53,17 +53,20 @@ log = logging.getLogger(__name__)
 
 FORMAT = 2
 """Version of ``resume.pt``; a run folder written by another version is refused, not misread."""
-LARGE = 1 << 20
+LARGE = 1 << 16
 """Arrays of at least this many bytes are stored in chunks outside ``resume.pt``."""
 CHUNK = 1 << 16
 """Bytes per chunk: a round rewrites the chunks its new data touch, so smaller chunks write less."""
 
 
 class RunRecord:
-    """How the run was configured, saved in every checkpoint: the resolved config and the overrides."""
+    """How the run was configured, saved in every checkpoint: the config and the overrides (as YAML text,
+    made once: writing the config out costs more than the rest of a CartPole checkpoint's small files)."""
 
     def __init__(self, config: DictConfig, overrides: list[str]) -> None:
         self.config, self.overrides = config, list(overrides)
+        self.config_yaml = OmegaConf.to_yaml(config)
+        self.overrides_yaml = OmegaConf.to_yaml(OmegaConf.create(self.overrides))
 
 
 def global_random_state() -> dict[str, Any]:
@@ -161,8 +164,8 @@ def _save_checkpoint(run: RunFolder, loop: AgentRounds, name: str, record: RunRe
                         pending_queries=loop.gatherer.num_pending())
     loop.source.agent.save(tmp / "agent.zip")
     (tmp / "state.json").write_text(json.dumps(counters, indent=1))
-    (tmp / "config.yaml").write_text(OmegaConf.to_yaml(record.config))
-    (tmp / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(record.overrides)))
+    (tmp / "config.yaml").write_text(record.config_yaml)
+    (tmp / "overrides.yaml").write_text(record.overrides_yaml)
     chunks = _Chunks(run.chunks_dir, loop.source.agent.derived_arrays())
     token = _STORE.set(chunks)
     try:

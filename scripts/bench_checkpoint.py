@@ -34,10 +34,10 @@ CASES = {
 }
 
 
-def files(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder``: (size, modification time in ns)."""
+def files(*folders: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folders``: (size, modification time in ns)."""
     out = {}
-    for root, _, names in os.walk(folder):
+    for root, _, names in (step for folder in folders for step in os.walk(folder)):
         for name in names:
             stat = os.stat(os.path.join(root, name))
             out[os.path.join(root, name)] = (stat.st_size, stat.st_mtime_ns)
@@ -72,11 +72,11 @@ def measure(case: str, rounds: int) -> list[dict[str, float]]:
             start = time.perf_counter()
             result = loop.round()
             round_s = time.perf_counter() - start
-            before = files(run.checkpoints_dir) if run.checkpoints_dir.exists() else {}
+            before = files(run.checkpoints_dir, run.chunks_dir)
             start = time.perf_counter()
             checkpointer(loop, result)
             save_s = time.perf_counter() - start
-            after = files(run.checkpoints_dir)
+            after = files(run.checkpoints_dir, run.chunks_dir)  # the checkpoints and their shared chunks
             written = sum(size for path, (size, mtime) in after.items() if before.get(path, (0, 0))[1] != mtime)
             rows.append({"round": result.iteration, "round_s": round_s, "checkpoint_s": save_s,
                          "written_bytes": written, "buffer_bytes": buffer_bytes})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,37 @@ class Trajectory:
     def __len__(self) -> int:
         """Number of transitions."""
         return len(self.rews)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "infos": PackedInfos(self.infos)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, infos=state["infos"].unpack())
+
+
+class PackedInfos:
+    """Per-step infos as their distinct dicts and, per step, which one: how a pickle holds them. Most steps
+    repeat a few dicts (``{"TimeLimit.truncated": False}``), and a pickle of the distinct ones and an index
+    is a fraction of one with a dict, key and value per step (a third of a CartPole checkpoint's time)."""
+
+    def __init__(self, infos: list[dict]) -> None:
+        index: dict = {}
+        self.distinct: list[dict] = []
+        self.order = np.empty(len(infos), np.int64)
+        for i, info in enumerate(infos):
+            try:  # the types too: {"x": 1} and {"x": True} are equal, yet not the same info
+                key = tuple((k, type(v), v) for k, v in info.items())
+                hash(key)
+            except TypeError:  # an unhashable value: this dict stands alone
+                key = ("id", id(info))
+            j = index.setdefault(key, len(self.distinct))
+            if j == len(self.distinct):
+                self.distinct.append(info)
+            self.order[i] = j
+
+    def unpack(self) -> list[dict]:
+        """The infos, each step's its own dict again."""
+        return [dict(self.distinct[j]) for j in self.order]
 
 
 class TrajectoryRecorder:
@@ -96,6 +128,18 @@ class TrajectoryRecorder:
         if drop > 0:
             del self._obs[:drop], self._acts[:drop], self._rews[:drop], self._infos[:drop]
             self._offset += drop
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The steps in progress as whole arrays and packed infos: a few objects for a checkpoint to pickle,
+        # not several per step.
+        steps = len(self._acts)
+        return {**self.__dict__, **{k: np.stack(getattr(self, k)) if steps else [] for k in ("_obs", "_acts", "_rews")},
+                "_infos": PackedInfos([info for step in self._infos for info in step])}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        infos = state["_infos"].unpack()
+        self.__dict__.update(state, **{k: list(state[k]) for k in ("_obs", "_acts", "_rews")},
+                             _infos=[infos[i:i + state["n_envs"]] for i in range(0, len(infos), state["n_envs"])])
 
     def pop_finished(self) -> list[Trajectory]:
         """Return and forget the finished episodes, oldest first."""
