@@ -152,7 +152,8 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
     (["total_timesteps=abc"], "config key `total_timesteps` must be an integer, got 'abc'"),
     (["total_comparisons=-5"], "config key `total_comparisons` must be at least 1, got -5"),
     (["reward_trainer.batch_size=30", "reward_trainer.minibatch_size=8"],
-     "config key `reward_trainer.batch_size` (30) must be a multiple of minibatch_size (8)"),
+     "config key `reward_trainer.batch_size` (30) must be a multiple of minibatch_size (8); set one so that it "
+     "divides the other, e.g. batch_size=24"),
     (["fragment_length=600"], "config key `fragment_length` (600) is longer than any episode"),
     (["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
      "config key `fragmenter.uncertainty_on` must be one of logit, probability, label, got 'entropy'"),

@@ -11,7 +11,7 @@ from test_annotate import publish
 
 from rlhp.data import trajectories_to_dataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError
 from rlhp.feedback import HumanGatherer, MixedGatherer, SyntheticGatherer
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
@@ -67,5 +67,5 @@ def test_the_demonstrations_source_mixes_in_the_agents_episodes(tmp_path):
     assert sum(map(len, demos)) >= 1000 and sum(map(len, own)) >= 1000 and all(t.rank is None for t in own)
     pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(sampled, 10, 50)
     assert ((pairs.episode >= 0).all(axis=1)).any() and ((pairs.episode < 0).any(axis=1)).any()
-    with pytest.raises(ConfigError, match="trajectories.agent_frac"):
+    with pytest.raises(ArgumentError, match="agent_frac must be in"):
         DemoSource(str(tmp_path / "d"), algo, env, net, seed=0, rng=np.random.default_rng(0), agent_frac=1.5)

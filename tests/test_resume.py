@@ -230,7 +230,8 @@ def test_sigterm_during_an_experts_training_keeps_what_was_trained(tmp_path):
 
 # SAC on Pendulum with a buffer large enough (200k transitions, 2.4 MB of observations) to go to chunks/.
 OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "env=gym", "env.id=Pendulum-v1", "agent=sac",
-              "agent.learning_starts=200", "agent.buffer_size=200000", "reward_net.use_action=true"]
+              "agent.learning_starts=200", "agent.buffer_size=200000", "+agent.policy_kwargs.net_arch=[32,32]",
+              "reward_net.use_action=true"]
 
 
 def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path):

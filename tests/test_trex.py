@@ -14,7 +14,7 @@ from rlhp.data import PreferenceDataset, save_trajectories, trajectories_to_data
 from rlhp.data.hub import open_trajectories
 from rlhp.demos.bc import BehaviourCloning
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, RankedGatherer
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
@@ -77,7 +77,7 @@ def test_rank_by_return_ranks_a_ranked_dataset_by_its_episodes_returns(tmp_path)
         _, labels = RankedGatherer().answer(pairs, np.arange(50))
         first, second = quality[pairs.episode].T
         np.testing.assert_array_equal(labels, 0.5 * (1 + np.sign(first - second)))
-    with pytest.raises(ConfigError, match="trajectories.rank_by"):
+    with pytest.raises(ArgumentError, match="rank_by must be rank or return"):
         DatasetSource(str(tmp_path / "d"), env, np.random.default_rng(0), rank_by="returns")
 
 
