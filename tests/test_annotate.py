@@ -288,3 +288,9 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
 
 def test_an_id_beyond_sqlite_integers_is_a_422_not_a_500(api):
     assert post(api, 2**70).status_code == 422
+
+
+def test_a_name_the_schema_refuses_is_refused(api):
+    # The OpenAPI schema's pattern is read as ECMA regex, where \w is ASCII; so must the server read it.
+    assert api.get("/api/next", params={"annotator": "José"}).status_code == 422
+    assert api.get("/api/next", params={"annotator": "jose.m+1@lab"}).status_code == 200

@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 MAX_BODY = 4096
 """Largest request body accepted, in bytes (an answer is a few dozen)."""
 PAGE = files("rlhp.annotate") / "page"
-Annotator = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[\w .@+-]+$",
+NAME = r"^[A-Za-z0-9_ .@+-]+$"
+r"""An annotator's name: ASCII, as the page's own input allows and as the OpenAPI schema's (ECMA) regex reads
+``\w``; Python's ``\w`` would also take any Unicode letter, which the schema promises to refuse."""
+Annotator = Annotated[str, Field(min_length=1, max_length=64, pattern=NAME,
                                  description="the labeller's name (letters, digits, space, . @ + - _)")]
 Choice = Literal["left", "right", "equal", "cant_tell"]
 
@@ -143,7 +146,7 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
         return FileResponse(PAGE / "index.html", headers={"Cache-Control": "no-cache"})
 
     @app.get("/api/next", response_model=NextQuery, summary="Lease the next query to an annotator")
-    def next_query(annotator: Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[\w .@+-]+$")]
+    def next_query(annotator: Annotated[str, Query(min_length=1, max_length=64, pattern=NAME)]
                    ) -> NextQuery:
         """The newest query that this person has not answered and that wants more labels, leased to them
         for ``lease_s`` seconds; ``query`` is null when there is none."""
