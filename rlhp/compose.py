@@ -21,7 +21,7 @@ from rlhp.data import PreferenceDataset
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.loop import AgentRounds, PreferenceComparisons
-from rlhp.rewards import EnvReward
+from rlhp.rewards import AgentReward, EnvReward
 from rlhp.schedules import comparison_schedule
 from rlhp.sources import TrajectorySource
 
@@ -92,7 +92,7 @@ def true_reward_ceiling(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
     return AgentRounds(source, cfg.num_iterations + 1, cfg.total_timesteps)
 
 
-def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: Any) -> TrajectorySource:
+def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: AgentReward) -> TrajectorySource:
     return build(cfg.trajectories, algorithm=build(cfg.agent), env=env, reward=reward, seed=cfg.seed, rng=rng)
 
 
