@@ -148,8 +148,7 @@ class Checkpointer(Callback):
     order = 1  # after every other callback: a round's checkpoint never comes before the round's files
 
     def __init__(self, run: RunFolder, record: RunRecord, every: int = 1, keep: int = 3) -> None:
-        if every < 0 or keep < 1:
-            raise ValueError(f"every must be >= 0 and keep >= 1, got every={every}, keep={keep}")
+        # Their bounds are checked once, on the top-level keys they come from (checkpoint_every, keep_checkpoints).
         self.run, self.record, self.every, self.keep = run, record, every, keep
         self.saved_rounds = -1
 

@@ -194,8 +194,7 @@ def prune_checkpoints(run: RunFolder, keep: int) -> None:
         shutil.rmtree(old)
     if not run.chunks_dir.is_dir():
         return
-    kept = run.checkpoints() + ([run.checkpoint("final")] if run.checkpoint("final").is_dir() else [])
-    used = {name for path in kept for name in (path / "chunks.txt").read_text().split()}
+    used = {name for path in run.saved_checkpoints() for name in (path / "chunks.txt").read_text().split()}
     for chunk in run.chunks_dir.iterdir():
         if chunk.name not in used:
             chunk.unlink()
@@ -225,10 +224,7 @@ def latest_loadable(run: RunFolder) -> tuple[Path, AgentRounds, DictConfig, list
     for stale in run.half_written():
         log.warning("ignoring %s: its writing was cut off", stale)
         shutil.rmtree(stale)
-    candidates = run.checkpoints()
-    if run.checkpoint("final").is_dir():
-        candidates.append(run.checkpoint("final"))
-    for path in reversed(candidates):
+    for path in reversed(run.saved_checkpoints()):
         try:
             return (path, *load_checkpoint(path))
         except DataError as err:

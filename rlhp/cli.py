@@ -35,6 +35,13 @@ def storage_error(err: OSError, folder: str) -> StorageError | None:
                         "folder (hydra.run.dir=...); a resumed run continues from the last checkpoint")
 
 
+def _refuse(error: RlhpError | None, command: str) -> None:
+    """End in one line with the error's exit code, if there is an error."""
+    if error is not None:
+        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+
+
 class OutputFolderCheck(Callback):
     """Hydra callback: a run folder that cannot be created or written fails in one line, before Hydra
     sets up logging there (which would end in a traceback)."""
@@ -55,9 +62,7 @@ class OutputFolderCheck(Callback):
             probe.write_text("ok")
             probe.unlink()
         except OSError as err:
-            error = storage_error(err, folder) or StorageError(f"cannot write {folder!r}: {err}")
-            print(f"rlhp-{job}: {error.kind}: {error}", file=sys.stderr)
-            sys.exit(error.exit_code)
+            _refuse(storage_error(err, folder) or StorageError(f"cannot write {folder!r}: {err}"), f"rlhp-{job}")
 
 
 def _launch() -> Launch:
@@ -79,8 +84,7 @@ def _run(command: str, fn: Callable[[DictConfig, Launch], object], cfg: DictConf
     except RlhpError as err:
         _leaving()
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
-        print(f"{command}: {err.kind}: {err}", file=sys.stderr)
-        sys.exit(err.exit_code)
+        _refuse(err, command)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
         _leaving()
         logging.getLogger("rlhp").error("interrupted", extra=FILE_ONLY)
@@ -114,11 +118,6 @@ def missing_extra(overrides: list[str]) -> ConfigError | None:
     return None
 
 
-def _require_extras(command: str) -> None:
-    """Refuse, in one line with exit code 2, an override whose feature is not installed (before Hydra reads it)."""
-    _refuse(missing_extra(sys.argv[1:]), command)
-
-
 def _leaving() -> None:
     """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -126,7 +125,7 @@ def _leaving() -> None:
 
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
-    _require_extras("rlhp-train")
+    _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
 
@@ -151,13 +150,6 @@ def _keep_run_record(argv: list[str]) -> RlhpError | None:
     if target is not None and RunFolder(target).config_yaml.is_file():
         argv.append("hydra.output_subdir=null")  # the run's own record stays; rlhp-train keeps it
     return None
-
-
-def _refuse(error: RlhpError | None, command: str) -> None:
-    """End in one line with the error's exit code, if there is an error."""
-    if error is not None:
-        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -129,13 +129,15 @@ class RunFolder:
         """Checkpoints whose writing was cut off (never taken for whole)."""
         return sorted(self.checkpoints_dir.glob(f"*{HALF_WRITTEN}"))
 
+    def saved_checkpoints(self) -> list[Path]:
+        """The complete round checkpoints, oldest first, then ``final/`` if it exists."""
+        final = self.checkpoint("final")
+        return self.checkpoints() + ([final] if final.is_dir() else [])
+
     def latest_checkpoint(self) -> Path | None:
         """``final/`` if it exists, else the newest complete round checkpoint, else None."""
-        final = self.checkpoint("final")
-        if final.is_dir():
-            return final
-        done = self.checkpoints()
-        return done[-1] if done else None
+        saved = self.saved_checkpoints()
+        return saved[-1] if saved else None
 
     def finished(self) -> bool:
         """Whether the run ended and evaluated (``eval.json`` is written last)."""
