@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sqlite3
 import struct
 import subprocess
 import sys
-import threading
-import time
 from collections import OrderedDict
 from pathlib import Path
 
 import datasets
 import gymnasium as gym
-import httpx
 import numpy as np
 import pytest
 import yaml
@@ -30,7 +25,6 @@ from wandb.proto import wandb_internal_pb2
 
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.trajectory import Nested
-from rlhp.runs.queries import pairs_from_blobs
 
 
 def random_pairs(n: int, length: int = 5, obs_dim: int = 3, seed: int = 0) -> FragmentPairs:
@@ -209,46 +203,3 @@ def wandb_history(run_dir: Path) -> list[dict[str, float]]:
     """The history rows of the offline W&B run in ``run_dir/wandb``."""
     return [{item.nested_key[0] if item.nested_key else item.key: json.loads(item.value_json) for item in row.item}
             for row in wandb_records(run_dir, "history")]
-
-
-class ScriptedAnnotator:
-    """A labeller that answers a run's queries over HTTP from the fragments' true returns (read from the
-    run's ``queries.sqlite``), in a thread, until stopped."""
-
-    def __init__(self, run_dir: Path, name: str = "script", url: str | None = None, pause_s: float = 0.0) -> None:
-        self.run_dir, self.name, self.url, self.pause_s = Path(run_dir), name, url, pause_s
-        self.answered = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._work, daemon=True)
-
-    def _work(self) -> None:
-        annotate = self.run_dir / "annotate.json"
-        while self.url is None and not self.stop.is_set():
-            if annotate.is_file():
-                self.url = json.loads(annotate.read_text())["url"]
-            time.sleep(0.05)
-        with httpx.Client(base_url=self.url, timeout=30) as http, contextlib.suppress(httpx.TransportError):
-            while not self.stop.is_set():  # until stopped, or until the server is gone
-                query = http.get("/api/next", params={"annotator": self.name}).json()["query"]
-                if query is None:
-                    time.sleep(0.05)
-                    continue
-                rews = self._returns(query["query_id"])
-                label = "equal" if rews[0] == rews[1] else "left" if rews[0] > rews[1] else "right"
-                http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
-                                                "label": label}).raise_for_status()
-                self.answered += 1
-                time.sleep(self.pause_s)  # a person's pace, however fast the machine
-
-    def _returns(self, query_id: int) -> np.ndarray:
-        with sqlite3.connect(self.run_dir / "queries.sqlite") as db:
-            blob = db.execute("SELECT pair FROM queries WHERE id = ?", (query_id,)).fetchone()[0]
-        return pairs_from_blobs([blob]).rews[0].sum(axis=-1)
-
-    def __enter__(self) -> ScriptedAnnotator:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(30)

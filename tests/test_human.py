@@ -16,9 +16,10 @@ import datasets
 import httpx
 import numpy as np
 import pytest
-from helpers import BIN, FAST, ScriptedAnnotator, run_cli
+from helpers import BIN, FAST, run_cli
 from test_annotate import publish
 
+from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.data import PreferenceDataset
 from rlhp.feedback import HumanGatherer
 from rlhp.runs import RunFolder
