@@ -65,6 +65,28 @@ class OutputFolderCheck(Callback):
             _refuse(storage_error(err, folder) or StorageError(f"cannot write {folder!r}: {err}"), f"rlhp-{job}")
 
 
+class InputCheck(Callback):
+    """Hydra callback: an input path (a dataset, a model) that is missing or of the wrong kind is refused in
+    one line before Hydra makes the run folder (:mod:`rlhp.inputs`)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the run's inputs."""
+        self._check(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the inputs the sweep's base config names (a swept path is checked by its job)."""
+        self._check(config)
+
+    @staticmethod
+    def _check(config: DictConfig) -> None:
+        from rlhp.inputs import check_inputs  # imported here so that --help answers without loading torch
+
+        try:
+            check_inputs(config)
+        except RlhpError as err:
+            _refuse(err, f"rlhp-{config.hydra.job.name}")
+
+
 def _launch() -> Launch:
     """What Hydra's runtime says of this launch (the entry points alone read it)."""
     hydra_cfg = HydraConfig.get()

@@ -19,8 +19,8 @@ class ConfigError(RlhpError, ValueError):
     kind = "config error"
     exit_code = 2
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"config key `{key}` {problem}")
+    def __init__(self, key: str, problem: str, noun: str = "config key") -> None:
+        super().__init__(f"{noun} `{key}` {problem}")
         self.key = key
 
 

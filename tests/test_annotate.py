@@ -286,6 +286,28 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
         export_labels(tmp_path / "empty", str(tmp_path / "nowhere"))
 
 
+def test_an_export_never_deletes_what_it_did_not_write(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    run.write_record(OmegaConf.create({"env": {"id": "CartPole-v1"}}), [])
+    batch = PreferenceDataset()
+    batch.push(random_pairs(1, 3), np.ones(1, np.float32), np.arange(1))
+    batch.save(run.labels_dir / "round_0000", annotator=["alice"], answered_at=np.ones(1), skipped=np.zeros(1, bool))
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("mine")
+    for dest, problem in (("notes.txt", "is a file"), ("mine", "holds other files")):
+        proc = subprocess.run([BIN / "rlhp-annotate", str(run.path), "--export", str(tmp_path / dest)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr.startswith("rlhp-annotate: config error: option `--export` ")
+        assert problem in proc.stderr and proc.stderr.count("\n") == 1
+    assert (tmp_path / "notes.txt").read_text() == (tmp_path / "mine" / "thesis.tex").read_text() == "mine"
+    # An earlier export, or an empty folder, is written (again).
+    (tmp_path / "empty").mkdir()
+    for dest in ("out", "out", "empty"):
+        assert export_labels(run.path, str(tmp_path / dest)) == str(tmp_path / dest)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["README.md", "data"]
+
+
 def test_an_id_beyond_sqlite_integers_is_a_422_not_a_500(api):
     assert post(api, 2**70).status_code == 422
 

@@ -255,3 +255,26 @@ def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_pat
     assert proc.stderr.strip() == (f"rlhp-train: config error: config key `{key}` needs {what}, which comes with "
                                    f"an extra: pip install 'rlhp[{extra}]'")
     assert not list(tmp_path.iterdir())  # refused before Hydra made a folder
+
+
+@pytest.mark.parametrize(("command", "overrides", "code", "message"), [
+    ("rlhp-train", ["trajectories=dataset", "trajectories.path=missing"], 2,
+     "config key `trajectories.path` 'missing' does not exist"),
+    ("rlhp-train", ["trajectories=demos", "trajectories.path=notes.txt"], 3,
+     "'notes.txt' (from trajectories.path) is not a dataset"),
+    ("rlhp-train", ["pretrain=bc", "pretrain.path=missing"], 2, "config key `pretrain.path` 'missing' does not exist"),
+    ("rlhp-bc", ["pretrain.path=folder"], 3, "'folder' (from pretrain.path) is not a dataset"),
+    ("rlhp-collect", ["expert=zip", "expert.path=folder"], 2, "config key `expert.path` 'folder' is a folder"),
+    ("rlhp-collect", ["expert=zip", "expert.path=notes.txt", "expert.vec_normalize=missing.pkl"], 2,
+     "config key `expert.vec_normalize` 'missing.pkl' does not exist"),
+], ids=lambda v: v if isinstance(v, str) and v.startswith("rlhp") else None)
+def test_a_missing_or_wrong_input_path_is_refused_before_anything_is_made(tmp_path, command, overrides, code, message):
+    (tmp_path / "notes.txt").write_text("not data")
+    (tmp_path / "folder").mkdir()
+    for sweep in ([], ["-m"]):
+        proc = run_cli(command, *sweep, *overrides, "debug=fast" if command == "rlhp-train" else "seed=0",
+                       cwd=tmp_path, check=False)
+        kind = "config error" if code == 2 else "data error"
+        assert proc.returncode == code and proc.stderr.startswith(f"{command}: {kind}: "), proc.stderr
+        assert proc.stderr.count("\n") == 1 and message in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "notes.txt"]  # no outputs/ or multirun/

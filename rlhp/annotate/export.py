@@ -9,7 +9,7 @@ import datasets
 from huggingface_hub import HfApi
 
 from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
-from rlhp.errors import DataError
+from rlhp.errors import ConfigError, DataError
 from rlhp.runs import RunFolder
 
 
@@ -23,9 +23,28 @@ def labels_dataset(run: RunFolder) -> datasets.Dataset:
     return datasets.concatenate_datasets(parts)
 
 
+EXPORTED = {"README.md", "data"}
+"""What an export writes into its folder: a folder holding only these may be written again."""
+
+
+def check_export_dest(dest: str) -> None:
+    """Refuse an export folder that is a file or holds anything but an earlier export (which would be
+    deleted), naming it; a Hub repo id that is no local path is the Hub's."""
+    path = Path(dest).expanduser()
+    if is_repo_id(dest) and not path.exists():
+        return
+    if path.exists() and not path.is_dir():
+        raise ConfigError("--export", f"{dest!r} is a file; give a folder to write the labels into",
+                          noun="option")
+    if path.is_dir() and not {p.name for p in path.iterdir()} <= EXPORTED:
+        raise ConfigError("--export", f"{dest!r} holds other files, which the export would delete; give a new "
+                          "or empty folder", noun="option")
+
+
 def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: HfApi | None = None) -> str:
     """Write the labels to folder ``dest``, or push them to dataset repo ``dest`` (``owner/name``);
     return where they went."""
+    check_export_dest(dest)
     run = RunFolder(run_dir)
     ds = labels_dataset(run)
     names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \

@@ -164,10 +164,37 @@ def _card_metadata(card_path: str | Path) -> dict[str, Any]:
         return {}
 
 
-def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
+def _saved_to_disk(path: Path) -> bool:
+    return path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists())
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+
+
+def check_source(source: str, key: str) -> Path | None:
+    """The local dataset that ``source`` names (None for a Hub dataset repo id), refused when it does not
+    exist (a config error naming ``key``) or is no dataset (a data error): a command checks this before it
+    makes anything."""
     path = Path(source).expanduser()
     where = repr(str(path))
-    if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+    if _saved_to_disk(path):
+        return path
+    if path.exists():
+        files = _parquet_files(path)
+        if not files or any(f.suffix != ".parquet" for f in files):
+            raise DataError(f"{where} (from {key}) is not a dataset: no save_to_disk files (state.json) and no "
+                            "Parquet files in it")
+        return path
+    if not is_repo_id(source):
+        raise ConfigError(key, f"{where} does not exist (nor is it a Hub dataset repo id like 'org/name')")
+    return None
+
+
+def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
+    path = check_source(source, key)
+    where = repr(str(path))
+    if path is not None and _saved_to_disk(path):
         try:
             ds = datasets.load_from_disk(str(path))
         except FileNotFoundError as err:
@@ -177,20 +204,14 @@ def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
         if isinstance(ds, datasets.DatasetDict):
             ds = ds["train"] if "train" in ds else next(iter(ds.values()))
         return ds, dataset_metadata(ds)
-    if path.exists():
-        files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
-        if not files or any(f.suffix != ".parquet" for f in files):
-            raise DataError(f"{where} is not a dataset: no save_to_disk files (state.json) and no "
-                            "Parquet files in it")
+    if path is not None:
         try:
-            ds = datasets.Dataset.from_parquet([str(f) for f in files])
+            ds = datasets.Dataset.from_parquet([str(f) for f in _parquet_files(path)])
         except (OSError, pa.ArrowInvalid, ValueError, DatasetGenerationError) as err:
             cause = err.__cause__ or err  # datasets wraps the reader's error in a generic one
             raise DataError(f"{where} has Parquet files that could not be read ({cause})") from None
         card = (path if path.is_dir() else path.parent) / "README.md"
         return ds, _card_metadata(card) if card.exists() else {}
-    if not is_repo_id(source):
-        raise ConfigError(key, f"{where} does not exist (nor is it a Hub dataset repo id like 'org/name')")
     try:
         ds = datasets.load_dataset(source, split="train")
     except Exception as err:  # datasets wraps network, auth and format errors in many types

@@ -75,11 +75,20 @@ def _check_spaces(model: BaseAlgorithm, env: GymEnv, key: str, source: str) -> N
                               f"{env.id!r} has {space}; set the matching env")
 
 
+def check_model_file(path: str, key: str) -> None:
+    """Refuse (naming ``key``) a model path that is missing or a folder: a command checks this before it
+    makes anything."""
+    where = Path(path).expanduser()
+    if where.is_dir():
+        raise ConfigError(key, f"{path!r} is a folder; give the model's .zip file (SB3's model.save)")
+    if not where.is_file():
+        raise ConfigError(key, f"{path!r} does not exist")
+
+
 def _load_model(algo: str, path: Path, key: str) -> BaseAlgorithm:
     if algo not in ALGOS:
         raise ConfigError(key, f"names algorithm {algo!r}; use one of {', '.join(ALGOS)}")
-    if not path.is_file():
-        raise ConfigError(key, f"{str(path)!r} does not exist")
+    check_model_file(str(path), key)
     try:
         return ALGOS[algo].load(path, device="cpu")
     except Exception as err:  # SB3 raises whatever zipfile, pickle or torch raised
@@ -180,8 +189,8 @@ class ZipExpert(_LoadedExpert):
         self.vec_normalize = Path(vec_normalize).expanduser() if vec_normalize else None
 
     def _files(self) -> tuple[Path, Path | None, str]:
-        if self.vec_normalize is not None and not self.vec_normalize.is_file():
-            raise ConfigError("expert.vec_normalize", f"{str(self.vec_normalize)!r} does not exist")
+        if self.vec_normalize is not None:
+            check_model_file(str(self.vec_normalize), "expert.vec_normalize")
         return self.path, self.vec_normalize, str(self.path)
 
 
