@@ -204,7 +204,8 @@ class QueryStore:
         return Taken(done, labels, [r[2] for r in chosen], np.array([r[3] for r in chosen], np.float64))
 
     def expire_oldest(self, keep: int) -> int:
-        """Expire the oldest queries without an answer beyond the newest ``keep`` open ones; return how many."""
+        """Expire the oldest pending queries without an answer, beyond the newest ``keep`` of them; return how
+        many."""
         with self._transaction() as db:
             cursor = db.execute(
                 "UPDATE queries SET state = 'expired' WHERE id IN (SELECT id FROM queries q WHERE state = 'pending' "
