@@ -48,7 +48,7 @@ def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generato
     horizon = probe.spec.max_episode_steps if probe.spec else None
     if horizon is not None and cfg.fragment_length > horizon:
         raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
-                          f"(time limit {horizon} steps); lower it")
+                          f"(time limit {horizon} steps, env.max_episode_steps or the env's own); lower it")
     reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
                        action_space=probe.action_space).to(resolve_device(cfg.device))
     probe.close()

@@ -11,10 +11,14 @@ from typing import Any
 import hydra
 import torch
 from hydra.errors import InstantiationException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from rlhp.envs import MAX_ENVS
 from rlhp.errors import ArgumentError, ConfigError, RlhpError
 from rlhp.typecheck import hints, mismatch
+
+SEEDS = 2**32 - 1
+"""The largest seed: numpy's legacy seeding, which SB3 calls, takes 32 bits."""
 
 OPTIMIZABLE = {
     # eval.json
@@ -88,11 +92,16 @@ def _require(cfg: DictConfig, key: str, ok: bool, problem: str) -> None:
         raise ConfigError(key, problem)
 
 
-def _int(cfg: DictConfig, key: str, minimum: int) -> int:
+LARGEST = 2**53
+"""The largest count a config may hold: every count is exact as a float64 and fits numpy's int64."""
+
+
+def _int(cfg: DictConfig, key: str, minimum: int, maximum: int = LARGEST) -> int:
     value = OmegaConf.select(cfg, key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(key, f"must be an integer, got {value!r}")
     _require(cfg, key, value >= minimum, f"must be at least {minimum}, got {value}")
+    _require(cfg, key, value <= maximum, f"must be at most {maximum:,}, got {value:,}")
     return value
 
 
@@ -132,10 +141,10 @@ def validate_train(cfg: DictConfig) -> None:
     if "path" in cfg.trajectories.keys() and OmegaConf.is_missing(cfg.trajectories, "path"):
         raise ConfigError("trajectories.path", "is required with trajectories=dataset or demos: a dataset "
                           "folder, e.g. a run's trajectories/ or rlhp-collect's dataset/")
-    _int(cfg, "seed", 0)
+    _int(cfg, "seed", 0, SEEDS)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty
-    _int(cfg, "num_iterations", 1)
+    _int(cfg, "num_iterations", 1, 1_000_000)  # rounds each cost seconds: more is a typo
     _int(cfg, "fragment_length", 1)
     _int(cfg, "checkpoint_every", 0)
     _int(cfg, "keep_checkpoints", 1)
@@ -147,7 +156,8 @@ def validate_train(cfg: DictConfig) -> None:
     # A threshold of 0 clips every return difference to 0: no gradient, the reward never learns.
     _positive(cfg, "preference_model.threshold")
     discount = cfg.preference_model.discount_factor
-    _require(cfg, "preference_model.discount_factor", isinstance(discount, int | float) and 0 < discount <= 1,
+    _require(cfg, "preference_model.discount_factor", isinstance(discount, int | float)
+             and not isinstance(discount, bool) and 0 < discount <= 1,
              f"must lie in (0, 1], got {discount!r}")
     _fraction(cfg, "initial_comparison_frac")
     _fraction(cfg, "trajectories.exploration_frac") if "exploration_frac" in cfg.trajectories else None
@@ -179,8 +189,8 @@ def validate_collect(cfg: DictConfig) -> None:
     for key, option in (("path", "zip: the model's .zip file"), ("repo_id", "hub: e.g. sb3/ppo-CartPole-v1")):
         if key in cfg.expert.keys() and OmegaConf.is_missing(cfg.expert, key):
             raise ConfigError(f"expert.{key}", f"is required with expert={option}")
-    _int(cfg, "seed", 0)
-    _int(cfg, "n_envs", 1)
+    _int(cfg, "seed", 0, SEEDS)
+    _int(cfg, "n_envs", 1, MAX_ENVS)
     _require(cfg, "episodes", (cfg.episodes is None) != (cfg.timesteps is None),
              f"and timesteps: set exactly one (got episodes={cfg.episodes}, timesteps={cfg.timesteps}); "
              "e.g. `episodes=null timesteps=10000`")
@@ -190,6 +200,9 @@ def validate_collect(cfg: DictConfig) -> None:
     _int(cfg, "video.episodes", 0)
     _int(cfg, "video.fps", 1)
     ranked = cfg.ranked
+    for key in ("checkpoints", "epsilons"):
+        _require(cfg, f"ranked.{key}", isinstance(ranked[key], ListConfig),
+                 f"must be a list (e.g. [] or [0.5,0.0]), got {ranked[key]!r}")
     _require(cfg, "ranked", not (ranked.checkpoints and ranked.epsilons),
              "sets both checkpoints and epsilons; rank by one of them")
     for i in range(len(ranked.epsilons)):

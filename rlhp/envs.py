@@ -11,7 +11,10 @@ from gymnasium.envs.classic_control.continuous_mountain_car import Continuous_Mo
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlhp.errors import ArgumentError, ConfigError
+from rlhp.errors import ArgumentError
+
+MAX_ENVS = 4096
+"""The most env copies one VecEnv may hold: they step one after another in Python, so more is a typo."""
 
 FIXED_HORIZON_CARTPOLE = "rlhp/CartPole-FixedHorizon-v0"
 
@@ -89,11 +92,11 @@ class GymEnv:
         try:
             gym.spec(id)
         except gym.error.Error as err:
-            raise ConfigError(
-                "env.id", f"{id!r} is not a registered gymnasium id ({err}); check the spelling"
-            ) from None
-        if n_envs < 1:
-            raise ArgumentError("n_envs", f"must be at least 1, got {n_envs}")
+            raise ArgumentError("id", f"{id!r} is not a registered gymnasium id ({err}); check the spelling") from None
+        if not 1 <= n_envs <= MAX_ENVS:
+            raise ArgumentError("n_envs", f"must lie in [1, {MAX_ENVS}], got {n_envs}")
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise ArgumentError("max_episode_steps", f"must be at least 1 (or null), got {max_episode_steps}")
         self.id = id
         self.n_envs = n_envs
         self.max_episode_steps = max_episode_steps

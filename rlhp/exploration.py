@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from rlhp.errors import ArgumentError
+
 
 class StateEntropyReward:
     """Rewards each new observation with ``log(1 + d)``, ``d`` its distance to its ``k``-th nearest neighbour
@@ -18,7 +20,7 @@ class StateEntropyReward:
 
     def __init__(self, k: int = 5, capacity: int = 10_000) -> None:
         if k < 1 or capacity <= k:
-            raise ValueError(f"need 1 <= k < capacity, got k={k}, capacity={capacity}")
+            raise ArgumentError("k", f"must lie in [1, capacity), got k={k}, capacity={capacity}")
         self.k, self.capacity = k, capacity
         self.memory = torch.zeros(0)
         self.next = 0

@@ -40,7 +40,7 @@ class RandomFragmenter:
     def __init__(self, rng: np.random.Generator, warning_threshold: float = 10, snippet_rule: bool = False,
                  max_start: int | None = None) -> None:
         if max_start is not None and max_start < 0:
-            raise ValueError(f"max_start must be >= 0 or None, got {max_start}")
+            raise ArgumentError("max_start", f"must be >= 0 or null, got {max_start}")
         self.rng = rng
         self.warning_threshold = warning_threshold
         self.snippet_rule = snippet_rule

@@ -9,6 +9,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlhp.errors import ArgumentError
 from rlhp.launch import RunIdentity
 from rlhp.loop import AgentRounds, Callback, RoundResult
 
@@ -40,7 +41,7 @@ class WandbLogger(NullLogger):
     def __init__(self, project: str = "rlhp", group: str | None = None, name: str | None = None,
                  mode: str = "offline", tags: list[str] | None = None) -> None:
         if mode not in ("offline", "online", "disabled"):
-            raise ValueError(f"logger.mode must be offline, online or disabled, got {mode!r}")
+            raise ArgumentError("mode", f"must be offline, online or disabled, got {mode!r}")
         self.project, self.group, self.name, self.mode, self.tags = project, group, name, mode, tags
         self.run = None
 

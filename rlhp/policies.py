@@ -9,6 +9,8 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.noise import ActionNoise
 
+from rlhp.errors import ArgumentError
+
 Policy = Callable[[np.ndarray], np.ndarray]
 """Actions for a batch of observations, one per env copy."""
 
@@ -63,7 +65,7 @@ class GaussianActionNoise(ActionNoise):
     def __init__(self, std: float = 0.1) -> None:
         super().__init__()
         if std < 0:
-            raise ValueError(f"std must be >= 0, got {std}")
+            raise ArgumentError("std", f"must be >= 0, got {std}")
         self.std = std
         self.shape: tuple[int, ...] | None = None
 

@@ -155,6 +155,9 @@ class RewardNet(nn.Module):
         std_coef: the agent's reward is mean + std_coef * std over members (exploration bonus).
     """
 
+    MAX_MEMBERS = 256
+    MAX_WIDTH = 65_536
+
     def __init__(
         self,
         observation_space: gym.Space,
@@ -175,10 +178,11 @@ class RewardNet(nn.Module):
         if not (use_state or use_action or use_next_state or use_done):
             raise ArgumentError("use_state", "and use_action, use_next_state, use_done are all false: the net sees "
                                 "nothing")
-        if members < 1:
-            raise ArgumentError("members", f"must be at least 1, got {members}")
-        if not all(width >= 1 for width in hidden_sizes):
-            raise ArgumentError("hidden_sizes", f"must be widths of at least 1, got {list(hidden_sizes)}")
+        # The caps are far beyond any useful size; above them torch fails deep inside an allocation.
+        if not 1 <= members <= self.MAX_MEMBERS:
+            raise ArgumentError("members", f"must lie in [1, {self.MAX_MEMBERS}], got {members}")
+        if not all(1 <= width <= self.MAX_WIDTH for width in hidden_sizes):
+            raise ArgumentError("hidden_sizes", f"must be widths in [1, {self.MAX_WIDTH}], got {list(hidden_sizes)}")
         self.observation_space, self.action_space = observation_space, action_space
         self.members = members
         self.use = (use_state, use_action, use_next_state, use_done)

@@ -6,6 +6,7 @@ whole ensemble is one forward and one backward pass.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -79,12 +80,16 @@ class RewardTrainer:
                  minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0) -> None:
-        for name, value, low in (("batch_size", batch_size, 1), ("epochs", epochs, 1),
-                                 ("minibatch_size", minibatch_size or 1, 1)):
-            if value < low:
-                raise ArgumentError(name, f"must be at least {low}, got {value}")
-        if not lr > 0:
-            raise ArgumentError("lr", f"must be a positive number, got {lr}")
+        for name, value in (("batch_size", batch_size), ("epochs", epochs),
+                            ("minibatch_size", 1 if minibatch_size is None else minibatch_size)):
+            if value < 1:
+                raise ArgumentError(name, f"must be at least 1, got {value}")
+        if minibatch_size is not None and minibatch_size > batch_size:
+            raise ArgumentError("minibatch_size", f"({minibatch_size}) must not exceed batch_size ({batch_size})")
+        if not 0 < lr < math.inf:
+            raise ArgumentError("lr", f"must be a positive finite number, got {lr}")
+        if not 0 <= weight_decay < math.inf:
+            raise ArgumentError("weight_decay", f"must be a non-negative finite number, got {weight_decay}")
         if not 0 <= val_split < 1:
             raise ArgumentError("val_split", f"must lie in [0, 1), got {val_split}")
         if minibatch_size is not None and batch_size % minibatch_size:
@@ -92,9 +97,9 @@ class RewardTrainer:
                                 f"({minibatch_size}); set one so that it divides the other, e.g. batch_size="
                                 f"{minibatch_size * max(1, batch_size // minibatch_size)}")
         if weight_decay_adapt is not None and (weight_decay_adapt <= 1 or weight_decay <= 0 or val_split <= 0):
-            raise ValueError("weight_decay_adapt needs a factor > 1, weight_decay > 0 (any multiple of 0 stays 0) "
-                             "and val_split > 0 (the validation loss drives it); got weight_decay_adapt="
-                             f"{weight_decay_adapt}, weight_decay={weight_decay}, val_split={val_split}")
+            raise ArgumentError("weight_decay_adapt", "needs a factor > 1, weight_decay > 0 (any multiple of 0 "
+                                "stays 0) and val_split > 0 (the validation loss drives it); got weight_decay_adapt="
+                                f"{weight_decay_adapt}, weight_decay={weight_decay}, val_split={val_split}")
         self.weight_decay_bounds = (weight_decay / self.WEIGHT_DECAY_RANGE, weight_decay * self.WEIGHT_DECAY_RANGE)
         self.net, self.rng = reward_net, rng
         self.batch_size, self.minibatch_size = batch_size, minibatch_size or batch_size

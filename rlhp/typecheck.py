@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
+import math
 import types
 import typing
 from typing import Any
@@ -52,6 +53,8 @@ def mismatch(value: Any, hint: Any) -> str | None:
     if hint in _SIMPLE:
         ok = (isinstance(value, hint) and not (hint is not bool and isinstance(value, bool))
               or hint is float and isinstance(value, int) and not isinstance(value, bool))
+        if ok and isinstance(value, float) and math.isnan(value):
+            return "a number, not NaN"  # no part reads NaN as a setting; it would poison every sum it enters
         return None if ok else _SIMPLE[hint]
     container = origin or hint
     if container in (list, tuple, collections.abc.Sequence):

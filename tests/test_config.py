@@ -206,11 +206,17 @@ def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_ag
     ("gradient_steps", [0, -2], [-1, 1, 64]),
     ("ent_coef", [-0.1, "best"], [0, 0.01, "auto", "auto_0.1"]),
     ("exploration_final_eps", [-0.01, 1.01], [0, 0.05, 1]),
+    ("device", ["", "gpu", 0, None, "cuda:x"], ["cpu", "cuda", "cuda:1", "auto"]),
+    ("policy", ["MlpPolicyy", 1, None, "CnnPolicy "], ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
 ])
 def test_sb3_domains_refuse_what_lies_outside_and_accept_what_lies_inside(name, bad, good):
+    import functools
+
+    import stable_baselines3 as sb3
+
     from rlhp.sources.domains import check_domains
     for value in bad:
         with pytest.raises(ConfigError, match=f"`agent.{name}` must be"):
-            check_domains({name: value})
+            check_domains(functools.partial(sb3.PPO, **{name: value}))
     for value in good:
-        check_domains({name: value})
+        check_domains(functools.partial(sb3.PPO, **{name: value}))

@@ -176,6 +176,8 @@ def check_source(source: str, key: str) -> Path | None:
     """The local dataset that ``source`` names (None for a Hub dataset repo id), refused when it does not
     exist (a config error naming ``key``) or is no dataset (a data error): a command checks this before it
     makes anything."""
+    if not source.strip():
+        raise ConfigError(key, "is empty; give a dataset folder, Parquet files or a Hub dataset repo id")
     path = Path(source).expanduser()
     where = repr(str(path))
     if _saved_to_disk(path):

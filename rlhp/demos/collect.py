@@ -17,7 +17,7 @@ from rlhp.config import build, validate_collect
 from rlhp.data import Trajectory
 from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
 from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
-from rlhp.demos.experts import Snapshot
+from rlhp.demos.experts import Expert, Snapshot
 from rlhp.envs import GymEnv
 from rlhp.errors import RunError, Stopped
 from rlhp.launch import Launch
@@ -47,15 +47,20 @@ def check_quality(stats: dict[str, float], gate: float | None) -> None:
                        "min_mean_return (null: no gate). The expert is kept in expert.zip")
 
 
+def prepare(cfg: DictConfig) -> Expert:
+    """The config checked and the expert built, before anything is trained, loaded or collected."""
+    validate_collect(cfg)
+    return build(cfg.expert)
+
+
 def collect(cfg: DictConfig, launch: Launch) -> dict:
     """Obtain the expert, collect from each quality level, gate, and write dataset, card and video."""
-    validate_collect(cfg)
     start = time.perf_counter()
+    expert = prepare(cfg)
     torch.set_num_threads(cfg.torch_threads)
     datasets.disable_progress_bars()
     set_random_seed(cfg.seed)
     run_dir = launch.run_dir
-    expert = build(cfg.expert)
     env = expert.env
     if cfg.video.episodes > 0:
         check_renders(env.make_single(render_mode="rgb_array"), "video.episodes")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from huggingface_hub import snapshot_download
@@ -27,6 +27,7 @@ from rlhp.data.hub import is_repo_id
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, DataError, NetworkError
 from rlhp.policies import Policy
+from rlhp.sources.domains import check_domains
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,17 @@ class Snapshot:
         """Actions for raw observations (normalised first when the expert was trained on normalised ones)."""
         norm = self.normalizer.normalize_obs if self.normalizer is not None else (lambda obs: obs)
         return lambda obs: self.model.predict(norm(obs), deterministic=deterministic)[0]
+
+
+class Expert(Protocol):
+    """Where demonstrations come from: an env and the policies to collect from in it."""
+
+    env: GymEnv
+
+    def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = (),
+                  stop: Callable[[], bool] = lambda: False) -> list[Snapshot]:
+        """The policies, worst first (the last is the expert itself); its model is saved as ``expert.zip``."""
+        ...
 
 
 class _SnapshotsAt(BaseCallback):
@@ -114,8 +126,9 @@ class TrainedExpert:
     """
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, total_timesteps: int) -> None:
-        if total_timesteps < 1:
-            raise ConfigError("expert.total_timesteps", f"must be at least 1, got {total_timesteps}")
+        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, int) or total_timesteps < 1:
+            raise ConfigError("expert.total_timesteps", f"must be an integer of at least 1, got {total_timesteps!r}")
+        check_domains(algorithm, "expert.algorithm")
         self.algorithm, self.env, self.total_timesteps = algorithm, env, total_timesteps
 
     def snapshots(self, folder: Path, seed: int, checkpoints: Sequence[int] = (),

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs
+from rlhp.errors import ArgumentError
 from rlhp.feedback.gatherer import OracleGatherer
 from rlhp.preference_model import discounted_returns, preference_logprobs
 
@@ -37,12 +38,12 @@ class SyntheticGatherer(OracleGatherer):
                  myopic_gamma: float = 1.0, skip_frac: float = 0.0, equal_frac: float = 0.0) -> None:
         super().__init__()
         if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+            raise ArgumentError("temperature", f"must be >= 0, got {temperature}")
         for name, value in (("mistake", mistake), ("skip_frac", skip_frac), ("equal_frac", equal_frac)):
             if not 0 <= value <= 1:
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
+                raise ArgumentError(name, f"must lie in [0, 1], got {value}")
         if not 0 < myopic_gamma <= 1:
-            raise ValueError(f"myopic_gamma must lie in (0, 1], got {myopic_gamma}")
+            raise ArgumentError("myopic_gamma", f"must lie in (0, 1], got {myopic_gamma}")
         self.rng = rng
         self.temperature, self.discount_factor = temperature, discount_factor
         self.sample, self.threshold, self.noise_prob = sample, threshold, noise_prob

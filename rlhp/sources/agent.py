@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -21,7 +20,7 @@ from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import AgentReward
 from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
-from rlhp.sources.domains import check_domains
+from rlhp.sources.domains import check_buffer_memory, check_domains
 from rlhp.sources.reward_env import RewardVecEnvWrapper
 
 
@@ -62,13 +61,14 @@ class AgentTrainer(TrajectorySource, Agent):
         self.recorder = TrajectoryRecorder(env.n_envs)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward, self.recorder)
         # The algorithm comes from the agent group; SB3 checks few of its values itself.
-        check_domains(algorithm.keywords if isinstance(algorithm, functools.partial) else {})
+        check_domains(algorithm)
+        check_buffer_memory(algorithm, self.venv.observation_space, self.venv.action_space, env.n_envs)
         try:
             self.algorithm = algorithm(env=self.venv, seed=seed)
         except AssertionError as err:  # SB3 asserts the spaces it supports
             raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
                               f"supports {self.venv.action_space} actions") from None
-        except ValueError as err:  # what SB3 itself refuses, named by the group it came from
+        except (ValueError, TypeError) as err:  # what SB3 itself refuses, named by the group it came from
             raise ConfigError("agent", f"is refused by {getattr(algorithm, 'func', algorithm).__name__}: {err}") \
                 from None
         if isinstance(self.algorithm, OffPolicyAlgorithm) and isinstance(self.algorithm.action_noise,

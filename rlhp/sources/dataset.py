@@ -44,6 +44,8 @@ class DatasetSource(TrajectorySource):
             if key not in meta and isinstance(first, np.ndarray) and first.shape[1:] != space.shape:
                 raise DataError(f"dataset {path!r} has {key[:-6]} of shape {first.shape[1:]} per step, but env "
                                 f"{env.id!r} has {space}; set the env it was recorded in")
+        if not 0 <= held_out_frac < 1:
+            raise ArgumentError("held_out_frac", f"must lie in [0, 1), got {held_out_frac}")
         self.order = rng.permutation(len(trajectories))
         self.n_held = int(round(held_out_frac * len(trajectories)))
         if len(trajectories) - self.n_held < 1:

@@ -4,9 +4,16 @@ each is checked before anything is built, and a value outside is named by its fu
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections.abc import Callable, Mapping
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import gymnasium as gym
+import numpy as np
 
 from rlhp.errors import ConfigError
 
@@ -65,13 +72,61 @@ DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "target_policy_noise": (_non_negative, "a non-negative finite number"),
     "target_noise_clip": (_non_negative, "a non-negative finite number"),
     "rms_prop_eps": (_positive, "a positive finite number"),
+    "device": (lambda v: isinstance(v, str) and re.fullmatch(r"cpu|auto|cuda(:\d+)?", v) is not None,
+               "cpu, cuda, cuda:<n> or auto"),
+    "verbose": (lambda v: v in (0, 1, 2) and not isinstance(v, float), "0, 1 or 2"),
     "sde_sample_freq": (lambda v: v == -1 or _count(1)(v), "an integer of at least 1, or -1"),
 }
 """Argument -> (the test its value must pass, what the domain is)."""
 
 
-def check_domains(arguments: Mapping[str, Any], key: str = "agent") -> None:
-    """Raise a :class:`ConfigError` naming ``<key>.<argument>`` for the first value outside its domain."""
+def check_domains(algorithm: Callable[..., Any], key: str = "agent") -> None:
+    """Raise a :class:`ConfigError` naming ``<key>.<argument>`` for the first argument of ``algorithm`` (an
+    SB3 class, or a partial of one with the configured arguments) outside its domain."""
+    arguments: Mapping[str, Any] = algorithm.keywords if isinstance(algorithm, functools.partial) else {}
+    cls = getattr(algorithm, "func", algorithm)
+    aliases = getattr(cls, "policy_aliases", {})
+    policy = arguments.get("policy", next(iter(aliases), None))
+    if aliases and not (isinstance(policy, str) and policy in aliases):
+        raise ConfigError(f"{key}.policy", f"must be one of {', '.join(aliases)} for {cls.__name__}, got {policy!r}")
+    policy_kwargs = arguments.get("policy_kwargs") or {}
+    if not isinstance(policy_kwargs, Mapping):
+        raise ConfigError(f"{key}.policy_kwargs", f"must be a mapping (e.g. {{net_arch: [64, 64]}}), got "
+                          f"{policy_kwargs!r}")
+    net_arch = policy_kwargs.get("net_arch", [])
+    widths = net_arch if isinstance(net_arch, Sequence) and not isinstance(net_arch, str) else [net_arch]
+    if isinstance(net_arch, Mapping):  # separate actor and critic (pi/vf, pi/qf)
+        widths = [w for part in net_arch.values() for w in (part if isinstance(part, Sequence) else [part])]
+    if not all(_count(1)(w) and w <= 65_536 for w in widths):
+        raise ConfigError(f"{key}.policy_kwargs.net_arch", f"must be layer widths in [1, 65536] (a list, or pi/vf "
+                          f"lists), got {net_arch!r}")
     for name, value in arguments.items():
         if name in DOMAINS and not DOMAINS[name][0](value):
             raise ConfigError(f"{key}.{name}", f"must be {DOMAINS[name][1]}, got {value!r}")
+
+
+def _bytes_per_item(space: gym.Space) -> int:
+    """Bytes SB3's buffers spend on one value of ``space`` (as it stores them: the space's dtype)."""
+    if isinstance(space, gym.spaces.Dict):
+        return sum(_bytes_per_item(s) for s in space.spaces.values())
+    return int(np.prod(space.shape or (1,))) * np.dtype(space.dtype or np.float32).itemsize
+
+
+def check_buffer_memory(algorithm: Callable[..., Any], observation_space: gym.Space, action_space: gym.Space,
+                        n_envs: int, key: str = "agent") -> None:
+    """Refuse (naming the argument) a rollout or replay buffer larger than this machine's memory, which SB3
+    would try to allocate whole: numpy's "array is too big", or the kernel's OOM killer."""
+    cls = getattr(algorithm, "func", algorithm)
+    arguments: Mapping[str, Any] = algorithm.keywords if isinstance(algorithm, functools.partial) else {}
+    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()}
+    name = "buffer_size" if "buffer_size" in defaults else "n_steps"
+    size = arguments.get(name, defaults.get(name))
+    if not isinstance(size, int):
+        return
+    observations = 2 if name == "buffer_size" else 1  # a replay buffer keeps the next observation too
+    row = observations * _bytes_per_item(observation_space) + _bytes_per_item(action_space) + 32
+    need = size * (n_envs if name == "n_steps" else 1) * row
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > memory:
+        raise ConfigError(f"{key}.{name}", f"({size:,}) needs a {need / 2**30:,.1f} GiB buffer, more than this "
+                          f"machine's {memory / 2**30:,.1f} GiB of memory; lower it")
