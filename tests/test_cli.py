@@ -203,7 +203,8 @@ def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"rlhp-train: config error: config key `trajectories.path` '{tmp_path / 'nope'}' does not exist" \
         in proc.stderr
-    for path, message in ((tmp_path / "empty", "is not a dataset: no save_to_disk files (state.json) and no Parquet"),
+    for path, message in ((tmp_path / "empty", "(from trajectories.path) is not a dataset: no save_to_disk files "
+                                               "(state.json) and no Parquet"),
                           (tmp_path / "arrow", "could not be read, the Arrow data may be truncated"),
                           (source / "trajectories", "has Parquet files that could not be read")):
         _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)

@@ -137,7 +137,7 @@ def test_zoo_layout_hub_repo_with_normalisation(collect, tmp_path):
     (["ranked.checkpoints=[10]", "ranked.epsilons=[0.5]"], "config key `ranked` sets both"),
     (["expert=zip"], "config key `expert.path` is required with expert=zip"),
     (["expert=zip", "expert.path=/no/such.zip"], "config key `expert.path` '/no/such.zip' does not exist"),
-    (["expert=zip", "expert.path=x.zip", "expert.algo=ppg"], "names algorithm 'ppg'; use one of a2c"),
+    (["expert=zip", "expert.path=README.md", "expert.algo=ppg"], "names algorithm 'ppg'; use one of a2c"),
     (["expert=hub", "expert.repo_id=someone/cartpole"], "is not named like a zoo repo"),
     (["min_mean_return=abc"], "config key `min_mean_return` must be a number or null"),
 ], ids=lambda v: v if isinstance(v, str) else None)
