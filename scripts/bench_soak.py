@@ -27,6 +27,7 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 import numpy as np
+from docblock import write_block
 
 from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.runs import RunFolder
@@ -36,8 +37,6 @@ FLAT = 0.5
 """Largest growth a round, in % of the mean, that counts as flat."""
 SETTLED = 10
 """Rounds before the slopes are taken (buffers and caches fill during the first ones)."""
-BEGIN, END = "<!-- bench_soak", "<!-- /bench_soak -->"
-"""The markers of the page's block that this script writes."""
 
 
 @dataclass
@@ -194,10 +193,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out is not None:
-        page = args.out.read_text()
-        begin, end = page.index(BEGIN), page.index(END)
-        args.out.write_text(page[:page.index("\n", begin) + 1] + text + "\n" + page[end:])
-        print(f"wrote the soak block of {args.out}")
+        write_block(args.out, "bench_soak", text)
 
 
 if __name__ == "__main__":

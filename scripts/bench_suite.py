@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from docblock import write_block
 
 from rlhp.report.runs import Run, find_runs
 from rlhp.report.stats import mean_ci
@@ -33,8 +34,6 @@ BIN = Path(sys.executable).parent
 TARGETS = {"cartpole": 475.0, "pendulum": -200.0}
 """A run counts as solved at or above this final true return."""
 
-BEGIN, END = "<!-- bench_suite", "<!-- /bench_suite -->"
-"""The markers of the page's block that this script writes."""
 
 
 def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
@@ -141,10 +140,7 @@ def main() -> None:
     if args.out is None:
         print(text)
     else:  # only the generated block: the notes and other sections of the page are kept
-        page = args.out.read_text()
-        start, end = page.index(BEGIN), page.index(END)
-        args.out.write_text(page[:page.index("\n", start) + 1] + text + "\n" + page[end:])
-        print(f"wrote the suite's block of {args.out}")
+        write_block(args.out, "bench_suite", text)
 
 
 if __name__ == "__main__":

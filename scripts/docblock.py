@@ -1,0 +1,14 @@
+"""The generated blocks of a docs page: a benchmark rewrites only the text between its two markers,
+``<!-- name: ... -->`` and ``<!-- /name -->``, so the notes around it are kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_block(page: Path, name: str, text: str) -> None:
+    """Replace the lines between ``page``'s markers for ``name`` with ``text``."""
+    content = page.read_text()
+    begin, end = content.index(f"<!-- {name}"), content.index(f"<!-- /{name} -->")
+    page.write_text(content[:content.index("\n", begin) + 1] + text + "\n" + content[end:])
+    print(f"wrote the {name} block of {page}")
