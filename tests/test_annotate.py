@@ -164,6 +164,16 @@ def test_undo_takes_back_the_last_answer_until_it_is_in_training(api, tmp_path):
     assert late.status_code == 409 and "in training" in late.json()["detail"]
 
 
+def test_undo_takes_back_an_answer_to_a_query_that_still_waits_for_others(tmp_path):
+    publish(tmp_path, 1, wanted=2)
+    with TestClient(create_app(tmp_path, lease_s=60)) as client:
+        post(client, lease(client)["query_id"], label="left")
+        assert client.get("/api/status").json()["pending"] == 1  # one of its two answers
+        undone = client.post("/api/undo", json={"annotator": "alice"})
+        assert undone.status_code == 200 and undone.json()["query_id"] == 0
+        assert client.get("/api/status").json()["answers"] == 0
+
+
 def test_the_label_convention(tmp_path):
     store = publish(tmp_path, 4)
     for choice in ("left", "right", "equal", "cant_tell"):

@@ -14,8 +14,10 @@ than links would, since it predicts every answer rather than only "no 5xx".
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -28,6 +30,7 @@ from rlhp.runs.queries import QueryStore
 PEOPLE = ["alice", "bob", "carol"]
 QUERIES, WANTED = 5, 2
 CHOICES = ["left", "right", "equal", "cant_tell"]
+CHOICE_LABELS = {"left": 1.0, "right": 0.0, "equal": 0.5}
 
 
 class Labelling(RuleBasedStateMachine):
@@ -39,12 +42,18 @@ class Labelling(RuleBasedStateMachine):
         self.store: QueryStore = publish(self.folder, QUERIES, wanted=WANTED)
         self.client = TestClient(create_app(self.folder, lease_s=600))
         self.state = {q: "pending" for q in range(QUERIES)}
-        self.answers: list[tuple[int, str]] = []  # (query, person), oldest first
+        self.answers: list[tuple[int, str, str]] = []  # (query, person, choice), oldest first
         self.leases: set[tuple[int, str]] = set()
         self.round = 0
+        self.started = time.time()
 
     def answered(self, query: int) -> set[str]:
-        return {who for q, who in self.answers if q == query}
+        return {who for q, who, _ in self.answers if q == query}
+
+    def clips(self, response: dict, query: int, start: float) -> None:
+        """A handed-out query shows its own two clips, leased from now on."""
+        assert (response["left"], response["right"]) == (f"media/q{query}-left.mp4", f"media/q{query}-right.mp4")
+        assert start + 599 < response["lease_expires"] <= time.time() + 600
 
     def expected_lease(self, who: str) -> int | None:
         for q in sorted(self.state, reverse=True):  # newest first
@@ -57,10 +66,13 @@ class Labelling(RuleBasedStateMachine):
     @rule(who=st.sampled_from(PEOPLE))
     def lease(self, who: str) -> None:
         expected = self.expected_lease(who)
+        start = time.time()
         response = self.client.get("/api/next", params={"annotator": who})
         assert response.status_code == 200
         query = response.json()["query"]
         assert (None if query is None else query["query_id"]) == expected
+        if query is not None:
+            self.clips(query, expected, start)
         if expected is not None:
             self.leases.add((expected, who))
 
@@ -78,27 +90,34 @@ class Labelling(RuleBasedStateMachine):
         if query < 0:
             assert response.status_code == 422  # the schema's bound
         elif query not in self.state:
-            assert response.status_code == 404
+            assert response.status_code == 404 and f"no query has id {query}" in response.json()["detail"]
         elif who in self.answered(query) or self.state[query] != "pending" or (query, who) not in self.leases:
             assert response.status_code == 409, response.text
+            reason = ("has already answered" if who in self.answered(query) else
+                      f"is {self.state[query]} and takes no more answers" if self.state[query] != "pending" else
+                      "holds no live lease")
+            assert reason in response.json()["detail"]
         else:
             assert response.status_code == 200, response.text
             self.leases.discard((query, who))
-            self.answers.append((query, who))
+            self.answers.append((query, who, choice))
             if len(self.answered(query)) >= WANTED:
                 self.state[query] = "answered"
-            assert response.json()["labelled"] == sum(1 for _, w in self.answers if w == who)
+            assert response.json()["labelled"] == sum(1 for _, w, _ in self.answers if w == who)
 
     @rule(who=st.sampled_from(PEOPLE))
     def undo(self, who: str) -> None:
-        mine = [i for i, (_, w) in enumerate(self.answers) if w == who]
+        mine = [i for i, (_, w, _) in enumerate(self.answers) if w == who]
+        start = time.time()
         response = self.client.post("/api/undo", json={"annotator": who})
         if not mine or self.state[self.answers[mine[-1]][0]] not in ("pending", "answered"):
             assert response.status_code == 409
+            assert ("has no answer to undo" if not mine else "cannot be undone") in response.json()["detail"]
             return
         assert response.status_code == 200, response.text
-        query, _ = self.answers.pop(mine[-1])
+        query, _, _ = self.answers.pop(mine[-1])
         assert response.json()["query_id"] == query
+        self.clips(response.json(), query, start)
         self.state[query] = "pending"
         self.leases.add((query, who))
 
@@ -106,9 +125,20 @@ class Labelling(RuleBasedStateMachine):
     def take(self) -> None:
         """The trainer takes the answered queries' labels."""
         asked = self.store.open_ids()
+        assert asked.tolist() == sorted(q for q, s in self.state.items() if s in ("pending", "answered"))
         taken = self.store.take(asked, self.round)
         expected = sorted(q for q, s in self.state.items() if s == "answered")
         assert asked[taken.done].tolist() == expected
+        # Each label is the mean of its answers' (can't tell counts for nothing; all can't tell is NaN).
+        means = []
+        for q in expected:
+            values = [CHOICE_LABELS[c] for qq, _, c in self.answers if qq == q and c != "cant_tell"]
+            means.append(np.mean(values) if values else np.nan)
+        assert taken.labels.dtype == np.float32
+        np.testing.assert_allclose(taken.labels, np.array(means, np.float32))
+        assert [sorted(a.split(",")) for a in taken.annotators] == [sorted(self.answered(q)) for q in expected]
+        assert taken.times.dtype == np.float64 and len(taken.times) == len(expected)
+        assert np.all((taken.times > self.started) & (taken.times <= time.time()))
         for q in expected:
             self.state[q] = "taken"
         self.round += 1
@@ -121,6 +151,11 @@ class Labelling(RuleBasedStateMachine):
         assert self.store.expire_oldest(keep) == len(unanswered[keep:])
         for q in unanswered[keep:]:
             self.state[q] = "expired"
+
+    @invariant()
+    def the_trainer_counts_what_the_model_counts(self) -> None:
+        states = list(self.state.values())
+        assert self.store.count_answered() == (states.count("answered"), states.count("pending"))
 
     @invariant()
     def status_counts_what_the_model_counts(self) -> None:
