@@ -25,7 +25,7 @@ from rlhp.annotate.server import serve
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ConfigError, DataError
 from rlhp.runs import RunFolder
-from rlhp.runs.queries import QueryStore
+from rlhp.runs.queries import QueryError, QueryStore
 
 
 def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0) -> QueryStore:
@@ -172,6 +172,30 @@ def test_undo_takes_back_an_answer_to_a_query_that_still_waits_for_others(tmp_pa
         undone = client.post("/api/undo", json={"annotator": "alice"})
         assert undone.status_code == 200 and undone.json()["query_id"] == 0
         assert client.get("/api/status").json()["answers"] == 0
+
+
+def test_an_answer_outside_the_choices_is_refused_naming_them(tmp_path):
+    store = publish(tmp_path, 1)
+    query = store.lease_next("alice", 60)
+    with pytest.raises(QueryError, match="unknown answer 'maybe'; one of left, right, equal, cant_tell"):
+        store.answer(query.id, "alice", "maybe")
+    assert store.status()["answers"] == 0
+
+
+def test_a_store_makes_its_folder_and_refuses_queries_without_their_clips(tmp_path):
+    store = QueryStore(tmp_path / "not" / "yet" / "queries.sqlite")
+    with pytest.raises(ValueError):  # two ids, one pair of clips: nothing is published
+        store.publish(np.arange(2), 0, [("a.mp4", "b.mp4")], random_pairs(2, 3), 1)
+    assert store.max_id() == -1
+
+
+def test_agreement_is_the_share_of_multi_labelled_queries_whose_labels_agree(tmp_path):
+    store = publish(tmp_path, 3, wanted=2)
+    for who, choices in (("alice", ["left", "left", "right"]), ("bob", ["left", "right", "right"])):
+        for choice in choices:
+            store.answer(store.lease_next(who, 60).id, who, choice)
+    status = store.status()
+    assert status["multi_labelled"] == 3 and status["agreement"] == pytest.approx(2 / 3)
 
 
 def test_the_label_convention(tmp_path):

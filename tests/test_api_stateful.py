@@ -164,6 +164,12 @@ class Labelling(RuleBasedStateMachine):
         assert status["pending"] == states.count("pending") and status["in_training"] == states.count("taken")
         assert status["answered"] == states.count("answered") + states.count("taken")
         assert status["expired"] == states.count("expired") and status["answers"] == len(self.answers)
+        # Agreement: among queries with several labels (can't tell is none), the share whose labels agree.
+        labels = {q: [CHOICE_LABELS[c] for qq, _, c in self.answers if qq == q and c != "cant_tell"]
+                  for q in self.state}
+        multi = [q for q in self.state if len(labels[q]) > 1]
+        assert status["multi_labelled"] == len(multi)
+        assert status["agreement"] == (sum(len(set(labels[q])) == 1 for q in multi) / len(multi) if multi else None)
 
     def teardown(self) -> None:
         self.client.close()
