@@ -22,6 +22,6 @@ INPUTS: dict[str, Callable[[str, str], object]] = {
 def check_inputs(cfg: DictConfig) -> None:
     """Check every input that ``cfg`` sets (a key it lacks, leaves missing or null is the part's to refuse)."""
     for key, check in INPUTS.items():
-        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
-        if isinstance(value, str) and not OmegaConf.is_missing(cfg, key):
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)  # None when missing (???)
+        if isinstance(value, str):
             check(value, key)

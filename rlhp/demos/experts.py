@@ -25,7 +25,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from rlhp.data.hub import is_repo_id
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError, DataError, NetworkError
+from rlhp.errors import ArgumentError, ConfigError, DataError, NetworkError
 from rlhp.policies import Policy
 from rlhp.sources.domains import check_domains
 
@@ -127,7 +127,7 @@ class TrainedExpert:
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, total_timesteps: int) -> None:
         if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, int) or total_timesteps < 1:
-            raise ConfigError("expert.total_timesteps", f"must be an integer of at least 1, got {total_timesteps!r}")
+            raise ArgumentError("total_timesteps", f"must be an integer of at least 1, got {total_timesteps!r}")
         check_domains(algorithm, "expert.algorithm")
         self.algorithm, self.env, self.total_timesteps = algorithm, env, total_timesteps
 

@@ -80,11 +80,17 @@ DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
 """Argument -> (the test its value must pass, what the domain is)."""
 
 
+def _configured(algorithm: Callable[..., Any]) -> tuple[type, Mapping[str, Any]]:
+    """The SB3 class and the configured arguments of ``algorithm`` (a class, or a partial of one)."""
+    if isinstance(algorithm, functools.partial):
+        return algorithm.func, algorithm.keywords
+    return algorithm, {}
+
+
 def check_domains(algorithm: Callable[..., Any], key: str = "agent") -> None:
     """Raise a :class:`ConfigError` naming ``<key>.<argument>`` for the first argument of ``algorithm`` (an
     SB3 class, or a partial of one with the configured arguments) outside its domain."""
-    arguments: Mapping[str, Any] = algorithm.keywords if isinstance(algorithm, functools.partial) else {}
-    cls = getattr(algorithm, "func", algorithm)
+    cls, arguments = _configured(algorithm)
     aliases = getattr(cls, "policy_aliases", {})
     policy = arguments.get("policy", next(iter(aliases), None))
     if aliases and not (isinstance(policy, str) and policy in aliases):
@@ -116,8 +122,7 @@ def check_buffer_memory(algorithm: Callable[..., Any], observation_space: gym.Sp
                         n_envs: int, key: str = "agent") -> None:
     """Refuse (naming the argument) a rollout or replay buffer larger than this machine's memory, which SB3
     would try to allocate whole: numpy's "array is too big", or the kernel's OOM killer."""
-    cls = getattr(algorithm, "func", algorithm)
-    arguments: Mapping[str, Any] = algorithm.keywords if isinstance(algorithm, functools.partial) else {}
+    cls, arguments = _configured(algorithm)
     defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()}
     name = "buffer_size" if "buffer_size" in defaults else "n_steps"
     size = arguments.get(name, defaults.get(name))
