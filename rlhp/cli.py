@@ -118,6 +118,8 @@ EXTRAS = {
     "hparams_search=": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
     "hydra/sweeper=optuna": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
     "hydra/launcher=ray": ("hydra_plugins.hydra_ray_launcher", "ray", "Hydra's Ray launcher"),
+    "env=atari": ("ale_py", "atari", "the Atari games"),
+    "env=minatar": ("minatar", "minatar", "the MinAtar games"),
 }
 """Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
 

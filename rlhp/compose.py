@@ -44,14 +44,13 @@ def resolve_device(device: str) -> torch.device:
 def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generator,
                            run_dir: Path | None) -> PreferenceComparisons:
     """``feedback=preferences``: the agent learns on a reward model trained from preferences."""
-    probe = env.make_single()
-    horizon = probe.spec.max_episode_steps if probe.spec else None
+    horizon = env.horizon
     if horizon is not None and cfg.fragment_length > horizon:
         raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
                           f"(time limit {horizon} steps, env.max_episode_steps or the env's own); lower it")
-    reward_net = build(cfg.reward_net, observation_space=probe.observation_space,
-                       action_space=probe.action_space).to(resolve_device(cfg.device))
-    probe.close()
+    observation_space, action_space = env.spaces()
+    reward_net = build(cfg.reward_net, observation_space=observation_space,
+                       action_space=action_space).to(resolve_device(cfg.device))
     source = _source(cfg, env, rng, reward_net)
     if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "

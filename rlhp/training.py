@@ -136,6 +136,12 @@ class RewardTrainer:
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
+        try:
+            return self._train(dataset, epoch_multiplier)
+        finally:
+            self.net.train(False)  # dropout and batch norm train here only; everything else scores in eval mode
+
+    def _train(self, dataset: PreferenceDataset, epoch_multiplier: float) -> dict[str, float]:
         pairs: FragmentPairs = dataset.pairs
         device = self.net.device
         raw = pairs.tensors(device)
@@ -154,6 +160,7 @@ class RewardTrainer:
         sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
+            self.net.train(True)
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
             shuffled_labels = labels[shuffled]
             seen = []  # each batch's returns as it was trained on: the epoch's figures come from them at once
@@ -177,6 +184,7 @@ class RewardTrainer:
     @torch.no_grad()
     def _validate(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor, val: torch.Tensor,
                   train_loss: float) -> dict[str, float]:
+        self.net.train(False)
         metrics = summarise(self.scores(self._returns(inputs, val), labels[val]).totals(), len(val), "val_")
         if self.weight_decay_adapt is not None:
             self.adapt_weight_decay(metrics["val_loss"] / max(train_loss, 1e-8))

@@ -51,6 +51,15 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
                       infos=[{"t": t} for t in range(length)])
 
 
+OPTION_NEEDS = {
+    ("env", "gym"): ["env.id=Pendulum-v1", "agent=sac"],
+    ("agent", "sac"): ["env=gym", "env.id=Pendulum-v1"],  # continuous actions
+    ("agent", "td3"): ["env=gym", "env.id=Pendulum-v1"],
+    ("reward_net", "cnn"): ["env=minatar"],  # image observations
+}
+"""Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
+
+
 def composed(config: str, overrides: list[str], hydra: bool = False) -> DictConfig:
     """``config`` composed with ``overrides`` as the command line would: the task's config (with Hydra's own
     node only when ``hydra``), and no Hydra runtime state: the builder and ``train`` need none."""

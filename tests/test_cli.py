@@ -38,7 +38,7 @@ def test_default_run_writes_everything(train):
         agent = PPO.load(ckpt / "agent.zip", device="cpu")
         assert agent.num_timesteps > 0
         saved = torch.load(ckpt / "reward_net.pt", weights_only=True)
-        assert saved["config"]["members"] == 5 and "mlp.weights.0" in saved["state_dict"]
+        assert saved["config"]["members"] == 5 and "body.weights.0" in saved["state_dict"]
         prefs = datasets.load_from_disk(str(ckpt / "preferences"))
         assert set(prefs.column_names) >= {"id", "label", "obs", "acts"}
     assert PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").labels.shape == (20,)
@@ -279,3 +279,18 @@ def test_a_missing_or_wrong_input_path_is_refused_before_anything_is_made(tmp_pa
         assert proc.returncode == code and proc.stderr.startswith(f"{command}: {kind}: "), proc.stderr
         assert proc.stderr.count("\n") == 1 and message in proc.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "notes.txt"]  # no outputs/ or multirun/
+
+
+@pytest.mark.parametrize("game", [
+    ["env=minatar", "env.id=Breakout"],
+    ["env=atari", "env.id=ALE/Pong-v5", "agent.policy=CnnPolicy", "env.max_episode_steps=100", "env.n_envs=2",
+     "total_timesteps=512", "num_iterations=1", "total_comparisons=6", "evaluation.correlation_steps=200"],
+], ids=["minatar", "atari"])
+def test_a_game_learns_from_pixels_with_the_cnn_reward(train, game):
+    run_dir, _ = train(*game, "reward_net=cnn", "reward_net.members=2")
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert np.isfinite(result["true_return_mean"]) and -1 <= result["reward_correlation"] <= 1
+    saved = torch.load(run_dir / "checkpoints" / "final" / "reward_net.pt", weights_only=True)
+    assert "body.convs.0.weight" in saved["state_dict"]  # the CNN, not an MLP over flattened pixels
+    episodes, _ = open_trajectories(run_dir / "trajectories")
+    assert episodes[0].obs.dtype == np.uint8 and episodes[0].obs.ndim == 4  # frames kept as bytes

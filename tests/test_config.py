@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import composed
+from helpers import OPTION_NEEDS, composed
 from omegaconf import OmegaConf
 
 import rlhp.conf
@@ -24,7 +24,6 @@ TRAIN_GROUPS = sorted(d.name for d in CONF.iterdir() if d.is_dir() and d.name no
                                                                                      *COLLECT_ONLY})
 PENDULUM = ["env=gym", "env.id=Pendulum-v1"]
 # What some options need beside them to build: an env whose actions they support, a path.
-NEEDS = {("env", "gym"): PENDULUM, ("agent", "sac"): PENDULUM, ("agent", "td3"): PENDULUM}
 
 
 def options(group: str) -> list[str]:
@@ -50,7 +49,7 @@ def test_the_groups_are_found():
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
 def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset):
-    extra = NEEDS.get((group, option), [])
+    extra = OPTION_NEEDS.get((group, option), [])
     if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos"), ("experiment", "trex_cartpole")):
         extra = [f"trajectories.path={cartpole_dataset}"]
     debug = [] if group == "debug" else ["debug=fast"]

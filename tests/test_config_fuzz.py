@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import BIN, composed
+from helpers import BIN, OPTION_NEEDS, composed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
@@ -58,9 +58,7 @@ NEEDS = {
     ("trajectories", "demos"): [f"trajectories.path={DATASET}"],
     ("pretrain", "bc"): [f"pretrain.path={DATASET}"],
     ("expert", "zip"): ["expert.path=README.md"],
-    ("env", "gym"): ["env.id=Pendulum-v1", "agent=sac"],
-    ("agent", "sac"): ["env=gym", "env.id=Pendulum-v1"],  # continuous actions
-    ("agent", "td3"): ["env=gym", "env.id=Pendulum-v1"],
+    **OPTION_NEEDS,
 }
 """Overrides an option needs before it composes (its required keys)."""
 

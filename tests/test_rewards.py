@@ -12,9 +12,9 @@ from rlhp.training import RewardTrainer
 
 def per_member_reference(net: RewardNet, x: torch.Tensor, m: int) -> torch.Tensor:
     """The m-th member as a plain MLP, one layer at a time."""
-    for i, (w, b) in enumerate(zip(net.mlp.weights, net.mlp.biases)):
+    for i, (w, b) in enumerate(zip(net.body.weights, net.body.biases)):
         x = x @ w[m] + b[m, 0]
-        if i < len(net.mlp.weights) - 1:
+        if i < len(net.body.weights) - 1:
             x = torch.relu(x)
     return x.squeeze(-1)
 

@@ -150,7 +150,7 @@ def test_each_member_gets_the_gradient_it_would_get_trained_alone():
     (idx,) = trainer.seen
     for m in range(3):
         alone = RewardNet(*spaces(), members=1, normalize_input=False)
-        alone.load_state_dict({k: v[m:m + 1] if k.startswith("mlp.") else v for k, v in start.items()})
+        alone.load_state_dict({k: v[m:m + 1] if k.startswith("body.") else v for k, v in start.items()})
         solo = RewardTrainer(alone, np.random.default_rng(0))
         returns = solo._returns(solo._encoder(ds.pairs.tensors()), idx[m:m + 1])
         (solo.loss(returns, torch.as_tensor(ds.labels)[idx[m]]).sum() / idx.shape[1]).backward()

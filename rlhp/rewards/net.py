@@ -1,13 +1,13 @@
 """Reward networks: an MLP over (obs, action, next_obs, done), optionally an ensemble of them.
 
-Every net holds ``members`` copies of its MLP as stacked weight tensors, so a whole ensemble
-runs in one batched matrix multiply; the basic net is the one-member case.
+Every net holds ``members`` copies of its body (:mod:`rlhp.rewards.bodies`) as stacked weights, so a whole
+ensemble runs in one batched pass; the basic net is the one-member case.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar, NamedTuple, Protocol
+from typing import ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -18,103 +18,8 @@ from torch import nn
 from rlhp.data import Trajectory
 from rlhp.errors import ArgumentError
 from rlhp.preference_model import discount_weights, discounted_returns
-
-
-class AgentReward(Protocol):
-    """What an agent is trained on, step by step and when its stored transitions are relabelled."""
-
-    reads_env_reward: ClassVar[bool]
-    """Whether the reward is the env's own (then stored rewards are kept, never relabelled)."""
-
-    def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
-                     env_rewards: np.ndarray, update_stats: bool = True) -> np.ndarray:
-        """The agent's reward for a batch of transitions, given the env's own rewards for them."""
-        ...
-
-
-class EnvReward:
-    """The env's own reward, through the learned reward's interface: the true-reward ceiling."""
-
-    reads_env_reward: ClassVar[bool] = True
-
-    def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
-                     env_rewards: np.ndarray, update_stats: bool = True) -> np.ndarray:
-        """The env's rewards, unchanged."""
-        return env_rewards
-
-
-class BatchedMLP(nn.Module):
-    """``members`` independent MLPs with scalar output, evaluated together."""
-
-    def __init__(self, members: int, in_dim: int, hidden_sizes: list[int]) -> None:
-        super().__init__()
-        sizes = [in_dim, *hidden_sizes, 1]
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = 1 / math.sqrt(fan_in)  # nn.Linear's default init, per member
-            self.weights.append(nn.Parameter(torch.empty(members, fan_in, fan_out).uniform_(-bound, bound)))
-            self.biases.append(nn.Parameter(torch.empty(members, 1, fan_out).uniform_(-bound, bound)))
-        # The same Parameter objects as plain tuples, read on every call: ParameterList's own indexing and
-        # iterator parse a string index per item (8% of training on CartPole-sized batches). Moving the
-        # module (``.to``) or loading a state dict changes these tensors in place, so the tuples stay valid.
-        self.hidden = tuple(zip(self.weights[:-1], self.biases[:-1]))
-        self.output = (self.weights[-1], self.biases[-1])
-
-    @property
-    def first_weight(self) -> torch.Tensor:
-        """The input layer's weights, (members, in_dim, width)."""
-        return self.hidden[0][0] if self.hidden else self.output[0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(members or 1, N, in_dim) -> (members, N)."""
-        return self.head(self.features(x))
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """The last hidden layer's activations: (members or 1, N, in_dim) -> (members, N, width)."""
-        for i, (w, b) in enumerate(self.hidden):
-            x = torch.relu_(torch.baddbmm(b, x.expand(w.shape[0], -1, -1) if i == 0 else x, w))
-        return x
-
-    def head(self, h: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-        """The linear output layer, (members, N, width) -> (members, N), with its bias times
-        ``bias_scale``: a weighted sum of rows' features then scores as the same sum of their outputs."""
-        w_out, b_out = self.output
-        if bias_scale != 1.0:
-            b_out = b_out * bias_scale
-        if w_out.shape[0] == 1:
-            return torch.baddbmm(b_out, h, w_out).squeeze(-1)
-        # Several members: CPU bmm is slow at batched matrix-vector products (the output layer's
-        # backward took 40% longer than as dot products), so they are dot products here.
-        return torch.linalg.vecdot(h, w_out.transpose(1, 2)) + b_out.squeeze(-1)
-
-
-class RunningNorm(nn.Module):
-    """Running mean/variance over the leading axes (Chan et al. parallel update)."""
-
-    def __init__(self, shape: tuple[int, ...] = (), eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.register_buffer("mean", torch.zeros(shape))
-        self.register_buffer("var", torch.ones(shape))
-        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
-
-    def forward(self, x: torch.Tensor, update: bool = False) -> torch.Tensor:
-        """Normalise ``x``, first folding it into the statistics when ``update``."""
-        if update and x.numel():
-            flat = x.reshape(-1, *self.mean.shape)
-            n, mean, var = len(flat), flat.mean(0), flat.var(0, unbiased=False)
-            total = self.count + n
-            delta = mean - self.mean
-            # In place, so the buffers stay ordinary tensors even when updated under inference mode.
-            self.var.copy_((self.var * self.count + var * n + delta**2 * self.count * n / total) / total)
-            self.mean += delta * n / total
-            self.count.copy_(total)
-        return (x - self.mean) / torch.sqrt(self.var + self.eps)
-
-    def reset(self) -> None:
-        """Forget the statistics."""
-        self.mean.zero_(), self.var.fill_(1), self.count.zero_()
+from rlhp.rewards.bodies import BatchedCNN, BatchedMLP
+from rlhp.rewards.norm import RunningNorm
 
 
 class RewardInputs(NamedTuple):
@@ -189,24 +94,30 @@ class RewardNet(nn.Module):
         obs_dim = get_flattened_obs_dim(observation_space)
         act_dim = get_flattened_obs_dim(action_space)
         in_dim = obs_dim * (use_state + use_next_state) + act_dim * use_action + use_done
-        self.mlp = BatchedMLP(members, in_dim, list(hidden_sizes))
+        self.hidden_sizes = list(hidden_sizes)
+        self.body = self.make_body(in_dim, use_state + use_next_state)
         self.input_norm = RunningNorm((in_dim,)) if normalize_input else None
         self.input_clip = input_clip
         self.shaping_gamma = shaping_gamma
-        self.potential = BatchedMLP(members, obs_dim, list(hidden_sizes)) if shaping_gamma is not None else None
+        self.potential = self.make_body(obs_dim, 1) if shaping_gamma is not None else None
         self.state_norm = RunningNorm((obs_dim,)) if normalize_input and self.potential is not None else None
         self.norm = RunningNorm() if normalize_output else None
         self.std_coef = std_coef
+        self.train(False)  # dropout and batch norm, where a body has them, train only inside the reward trainer
+
+    def make_body(self, in_dim: int, states: int) -> BatchedMLP | BatchedCNN:
+        """The members' networks on flat inputs of ``in_dim``, of which the first are ``states`` observations."""
+        return BatchedMLP(self.members, in_dim, self.hidden_sizes)
 
     @property
     def input_dim(self) -> int:
-        """Width of the reward MLP's input (of :meth:`encode`'s ``x``)."""
-        return self.mlp.first_weight.shape[1]
+        """Width of the body's input (of :meth:`encode`'s ``x``)."""
+        return self.body.in_dim
 
     @property
     def device(self) -> torch.device:
         """Where the net's weights are (its inputs must be there too)."""
-        return self.mlp.first_weight.device
+        return self.body.first_weight.device
 
     def _flat(self, x: torch.Tensor, space: gym.Space, lead: tuple[int, ...]) -> torch.Tensor:
         x = x.reshape(math.prod(lead), *space.shape)
@@ -222,8 +133,9 @@ class RewardNet(nn.Module):
         state = self._flat(obs, self.observation_space, lead) if use_state or shaping else None
         next_state = self._flat(next_obs, self.observation_space, lead) if use_next_state or shaping else None
         done = dones.reshape(-1, 1).float()
-        parts = [state if use_state else None, self._flat(acts, self.action_space, lead) if use_action else None,
-                 next_state if use_next_state else None, done if use_done else None]
+        # Observations first, so an image body finds its images side by side at the start of a row.
+        parts = [state if use_state else None, next_state if use_next_state else None,
+                 self._flat(acts, self.action_space, lead) if use_action else None, done if use_done else None]
         used = [p for p in parts if p is not None]
         x = used[0] if len(used) == 1 else torch.cat(used, dim=-1)
         return x, state, next_state, done
@@ -267,7 +179,7 @@ class RewardNet(nn.Module):
         """
         lead = tuple(inputs.x.shape[:-1])
         groups = lead[0] if per_member else 1
-        rew = self.mlp(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
+        rew = self.body(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
         if inputs.states is not None:
             phi = self.potential(inputs.states.reshape(groups, -1, inputs.states.shape[-1]))
             phi, next_phi = phi.reshape(self.members, -1, 2).unbind(-1)
@@ -286,7 +198,7 @@ class RewardNet(nn.Module):
             return discounted_returns(self.score(inputs, per_member), discount_factor)
         lead = tuple(inputs.x.shape[:-1])
         groups = lead[0] if per_member else 1
-        features = self.mlp.features(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
+        features = self.body.features(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
         steps = lead[-1]
         features = features.reshape(self.members, -1, steps, features.shape[-1])
         if discount_factor == 1.0:
@@ -294,7 +206,7 @@ class RewardNet(nn.Module):
         else:
             weights = discount_weights(steps, discount_factor, features)
             summed, weight = (features * weights[:, None]).sum(2), float(weights.sum())
-        return self.mlp.head(summed, bias_scale=weight).reshape(self.members, *lead[1 if per_member else 0:-1])
+        return self.body.head(summed, bias_scale=weight).reshape(self.members, *lead[1 if per_member else 0:-1])
 
     def forward(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
                 per_member: bool = False) -> torch.Tensor:

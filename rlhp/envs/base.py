@@ -1,0 +1,111 @@
+"""A factory for vectorised copies of a registered gymnasium env, the base of every ``env`` option."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, ClassVar
+
+import gymnasium as gym
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+
+from rlhp.errors import ArgumentError
+
+MAX_ENVS = 4096
+"""The most env copies one VecEnv may hold: they step one after another in Python, so more is a typo."""
+
+VECTORIZE = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+"""How env copies step: one after another in this process, or each in a subprocess of its own."""
+
+
+REFUSALS = (TypeError, ValueError, gym.error.Error)
+"""What ``gymnasium.make`` and the envs it makes raise for keyword arguments they refuse."""
+
+
+class GymEnv:
+    """Builds vectorised copies of a registered gymnasium environment.
+
+    Args:
+        id: gymnasium id, e.g. ``Pendulum-v1``.
+        n_envs: number of parallel copies in the training VecEnv.
+        max_episode_steps: overrides the id's time limit when set.
+        kwargs: keyword arguments passed to ``gymnasium.make``.
+        vectorize: ``dummy`` steps the copies one after another in this process; ``subproc`` gives each a
+            process (SB3's SubprocVecEnv), which pays where a step costs more than the hand-off (Atari on
+            many cores).
+    """
+
+    frame_stack: ClassVar[int] = 1
+    """How many of the env's newest frames one observation stacks (1: an observation is one frame)."""
+
+    def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = None,
+                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy") -> None:
+        if not isinstance(id, str) or not id:
+            raise ArgumentError("id", "is required, e.g. `env=gym env.id=Pendulum-v1`")
+        if not 1 <= n_envs <= MAX_ENVS:
+            raise ArgumentError("n_envs", f"must lie in [1, {MAX_ENVS}], got {n_envs}")
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise ArgumentError("max_episode_steps", f"must be at least 1 (or null), got {max_episode_steps}")
+        if vectorize not in VECTORIZE:
+            raise ArgumentError("vectorize", f"must be one of {sorted(VECTORIZE)}, got {vectorize!r}")
+        self.register()
+        self.id = self.registered_id(id)
+        try:
+            gym.spec(self.id)
+        except gym.error.Error as err:
+            raise ArgumentError("id", f"{id!r} is not a registered gymnasium id ({err}); check the spelling") from None
+        self.n_envs = n_envs
+        self.max_episode_steps = max_episode_steps
+        self.kwargs = dict(kwargs or {})
+        self.vectorize = vectorize
+        self.observation_space, self.action_space = self._probe()
+
+    def _probe(self) -> tuple[gym.Space, gym.Space]:
+        """The spaces of a copy made and closed here, so that options the env refuses are named now, by key."""
+        try:
+            probe = self.make_single()
+        except REFUSALS as err:
+            for key, value in self.kwargs.items():  # which one: the env's own message seldom says
+                try:
+                    self.build({key: value}, None).close()
+                except REFUSALS as alone:
+                    raise ArgumentError(f"kwargs.{key}", f"is refused by {self.id}: {alone}") from None
+            raise ArgumentError("kwargs", f"are refused by {self.id}: {err}") from None
+        probe.close()
+        return probe.observation_space, probe.action_space
+
+    def register(self) -> None:
+        """Have the package that owns this option's ids register them in this process (here gymnasium's own)."""
+
+    def registered_id(self, id: str) -> str:
+        """The gymnasium id that ``id`` names (options with short names, e.g. MinAtar's, expand it)."""
+        return id
+
+    @property
+    def horizon(self) -> int | None:
+        """The longest an episode can run, in agent steps (None: no time limit)."""
+        if self.max_episode_steps is not None:
+            return self.max_episode_steps
+        return gym.spec(self.id).max_episode_steps
+
+    def make_single(self, **overrides: Any) -> gym.Env:
+        """One copy, wrapped as the agent sees it; ``overrides`` go to ``gymnasium.make``, and
+        ``max_episode_steps`` (there or in the config) sets the time limit."""
+        self.register()  # also in a subprocess that builds its copy (vectorize=subproc)
+        kwargs = {**self.kwargs, **overrides}
+        return self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps))
+
+    def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
+        """The id's own env with ``kwargs``, its time limit replaced when ``max_episode_steps`` is set."""
+        limit = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+        return gym.make(self.id, **kwargs, **limit)
+
+    def make(self, seed: int, n_envs: int | None = None, **overrides: Any) -> VecEnv:
+        """Seeded copies with a Monitor around each (outside every wrapper, so it counts the agent's episodes);
+        ``overrides`` go to :meth:`make_single`."""
+        return make_vec_env(partial(self.make_single, **overrides), n_envs=n_envs or self.n_envs, seed=seed,
+                            vec_env_cls=VECTORIZE[self.vectorize])
+
+    def spaces(self) -> tuple[gym.Space, gym.Space]:
+        """The observation and action spaces, as the agent sees them."""
+        return self.observation_space, self.action_space

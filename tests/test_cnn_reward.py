@@ -1,0 +1,125 @@
+"""The CNN reward net: grouped convolutions are each member alone, members keep to their own rows, it learns
+a reward drawn in pixels, and bad shapes are refused by key."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rlhp.data import FragmentPairs, PreferenceDataset
+from rlhp.errors import ArgumentError
+from rlhp.rewards import CnnRewardNet
+from rlhp.training import RewardTrainer
+
+GRID = gym.spaces.Box(0, 1, (4, 10, 10), np.uint8)  # MinAtar-like: a channel per kind of object
+ACTIONS = gym.spaces.Discrete(3)
+
+
+def frames(shape: tuple[int, ...], seed: int = 0) -> torch.Tensor:
+    return torch.as_tensor(np.random.default_rng(seed).integers(0, 2, shape, dtype=np.uint8))
+
+
+def member_alone(net: CnnRewardNet, images: torch.Tensor, extra: torch.Tensor, m: int) -> torch.Tensor:
+    """Member ``m`` as plain torch ops in eval mode: its slice of every convolution and batch norm, then its MLP."""
+    x = images.float()
+    for layer in net.body.convs:
+        if isinstance(layer, torch.nn.Conv2d):
+            rows = slice(m * layer.out_channels // net.members, (m + 1) * layer.out_channels // net.members)
+            x = F.conv2d(x, layer.weight[rows], layer.bias[rows], layer.stride)
+        elif isinstance(layer, torch.nn.BatchNorm2d):
+            rows = slice(m * x.shape[1], (m + 1) * x.shape[1])
+            x = F.batch_norm(x, layer.running_mean[rows], layer.running_var[rows], layer.weight[rows],
+                             layer.bias[rows], eps=layer.eps)
+        elif isinstance(layer, torch.nn.LeakyReLU):
+            x = F.leaky_relu(x, 0.01)
+    x = torch.cat([x.flatten(1), extra], dim=-1)
+    (w1, w2), (b1, b2) = net.body.dense.weights, net.body.dense.biases
+    return (F.leaky_relu(x @ w1[m] + b1[m, 0], 0.01) @ w2[m] + b2[m, 0]).squeeze(-1)
+
+
+@pytest.mark.parametrize("use_action", [False, True])
+def test_the_ensemble_in_one_pass_is_each_member_alone(use_action):
+    torch.manual_seed(0)
+    net = CnnRewardNet(GRID, ACTIONS, members=3, use_action=use_action)
+    for layer in net.body.convs:  # running statistics far from the identity, so a wrong slice shows
+        if isinstance(layer, torch.nn.BatchNorm2d):
+            layer.running_mean.uniform_(-1, 1), layer.running_var.uniform_(0.5, 2)
+    obs, acts = frames((6, *GRID.shape)), torch.tensor([0, 1, 2, 0, 1, 2])
+    out = net(obs, acts, obs, torch.zeros(6))
+    extra = F.one_hot(acts, 3).float() if use_action else torch.zeros(6, 0)
+    assert out.shape == (3, 6)
+    for m in range(3):
+        torch.testing.assert_close(out[m], member_alone(net, obs, extra, m))
+
+
+def test_in_training_each_member_sees_only_its_own_rows():
+    torch.manual_seed(0)
+    net = CnnRewardNet(GRID, ACTIONS, members=3, dropout=0.0).train()  # batch norm on batch statistics
+    obs = frames((3, 8, *GRID.shape))
+    zeros = torch.zeros(3, 8)
+    before = net(obs, zeros.long(), obs, zeros, per_member=True)
+    changed = obs.clone()
+    changed[1] = frames((8, *GRID.shape), seed=1)  # member 1's bootstrap rows only
+    after = net(changed, zeros.long(), changed, zeros, per_member=True)
+    torch.testing.assert_close(after[[0, 2]], before[[0, 2]])
+    assert not torch.allclose(after[1], before[1])
+
+
+def test_summed_features_give_the_returns_of_summed_rewards():
+    net = CnnRewardNet(GRID, ACTIONS, members=2)
+    obs = frames((4, 2, 5, *GRID.shape))
+    inputs = net.encode(obs, torch.zeros(4, 2, 5, dtype=torch.long), obs, torch.zeros(4, 2, 5))
+    torch.testing.assert_close(net.returns(inputs, 0.9), (net.score(inputs) * 0.9 ** torch.arange(5)).sum(-1))
+
+
+def lit(rng: np.random.Generator, lead: tuple[int, ...]) -> np.ndarray:
+    """Frames whose rewarded cells (channel 0, left half) and all other cells are lit at independent rates."""
+    rates = np.broadcast_to(rng.random((*lead[:-1], 1, 1, 1, 1)) * 0.5, (*lead[:-1], 1, *GRID.shape)).copy()
+    rates[..., 0, :, :5] = rng.random((*lead[:-1], 1, 1, 1)) * 0.5
+    return (rng.random((*lead, *GRID.shape)) < rates).astype(np.uint8)
+
+
+def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode():
+    """The true reward is how many cells of channel 0 are lit in the frame's left half."""
+    rng = np.random.default_rng(0)
+    n, length = 300, 4
+    obs = lit(rng, (n, 2, length))
+    rews = obs[:, :, :, 0, :, :5].sum((-1, -2)).astype(np.float32)
+    returns = rews.sum(-1)
+    pairs = FragmentPairs(obs=obs, acts=np.zeros((n, 2, length), np.int64), next_obs=obs,
+                          dones=np.zeros((n, 2, length), bool), rews=rews, episode=np.zeros((n, 2), np.int64),
+                          start=np.zeros((n, 2), np.int64), quality=returns.astype(np.float64))
+    dataset = PreferenceDataset()
+    dataset.push(pairs, (returns[:, 0] > returns[:, 1]).astype(np.float32), np.arange(n))
+    torch.manual_seed(0)
+    net = CnnRewardNet(GRID, ACTIONS, members=2, dropout=0.1)
+    metrics = RewardTrainer(net, rng, epochs=15, lr=3e-3).train(dataset)
+    assert metrics["reward_accuracy"] > 0.9
+    assert not net.training  # dropout and batch norm are off wherever the net scores outside training
+    test = torch.as_tensor(lit(rng, (200, 1))[:, 0])
+    true = test[:, 0, :, :5].sum((-1, -2)).float()
+    with torch.no_grad():
+        learned = net(test, torch.zeros(200, dtype=torch.long), test, torch.zeros(200)).mean(0)
+    assert np.corrcoef(learned.numpy(), true.numpy())[0, 1] > 0.9
+
+
+def test_atari_frames_get_the_papers_four_convolutions():
+    net = CnnRewardNet(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), ACTIONS)
+    convs = [layer for layer in net.body.convs if isinstance(layer, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size[0], c.stride[0]) for c in convs] == [(16, 7, 3), (16, 5, 2), (16, 3, 1),
+                                                                                (16, 3, 1)]
+    assert net.body.dense.in_dim == 16 * 7 * 7
+
+
+@pytest.mark.parametrize(("space", "convs", "says"), [
+    (gym.spaces.Box(-1, 1, (4,), np.float32), "auto", "image observations"),
+    (GRID, [[16, 11, 1]], "shrink a 10x10 frame"),
+    (GRID, [[16, 3]], "[filters, kernel, stride]"),
+    (GRID, [], "non-empty"),
+    (GRID, [[0, 3, 1]], "[1, 4096]"),
+])
+def test_shapes_it_cannot_use_are_refused_by_key(space, convs, says):
+    with pytest.raises(ArgumentError, match="convs") as err:
+        CnnRewardNet(space, ACTIONS, convs=convs)
+    assert says in str(err.value)
