@@ -7,7 +7,7 @@ import torch
 from helpers import random_pairs
 
 from rlhp.data import PreferenceDataset
-from rlhp.preference_model import discounted_returns, preference_logprobs, preference_loss
+from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 
 
 def sigmoid(x: float) -> float:
@@ -92,3 +92,37 @@ def test_the_fused_noiseless_loss_equals_the_cross_entropy_of_the_log_probabilit
     (general_grad,) = torch.autograd.grad(general.sum(), returns)
     torch.testing.assert_close(fused, general)
     torch.testing.assert_close(fused_grad, general_grad)
+
+
+@pytest.mark.parametrize("noise_prob", [0.0, 0.1])
+def test_the_loss_is_the_cross_entropy_of_the_hand_computed_probability_under_any_clip(noise_prob):
+    returns = torch.tensor([[3.0, 1.0], [0.0, 2.5], [10.0, 0.0], [0.0, 0.0]], dtype=torch.float64)
+    labels = torch.tensor([1.0, 0.5, 0.0, 1.0], dtype=torch.float64)
+    clipped = [2.0, -2.0, 2.0, 0.0]  # threshold 2, well inside the default of 50
+    p = torch.tensor([noise_prob / 2 + (1 - noise_prob) * sigmoid(d) for d in clipped], dtype=torch.float64)
+    want = -(labels * p.log() + (1 - labels) * (1 - p).log())
+    torch.testing.assert_close(preference_loss(returns, labels, noise_prob, threshold=2.0), want)
+    first, second = preference_logprobs(returns, noise_prob, threshold=2.0)
+    torch.testing.assert_close(first.exp(), p), torch.testing.assert_close(second.exp(), 1 - p)
+
+
+def test_a_teacher_who_always_answers_at_random_teaches_nothing():
+    returns, labels = torch.tensor([[5.0, -5.0], [0.0, 1.0]]), torch.tensor([1.0, 0.0])
+    first, second = preference_logprobs(returns, noise_prob=1.0)
+    torch.testing.assert_close(first, torch.full((2,), math.log(0.5))), torch.testing.assert_close(second, first)
+    torch.testing.assert_close(preference_loss(returns, labels, noise_prob=1.0), torch.full((2,), math.log(2)))
+
+
+def test_the_default_clip_is_50():
+    returns = torch.tensor([[100.0, 0.0]])
+    assert clipped_difference(returns).item() == 50.0
+    assert preference_logprobs(returns)[1].item() == pytest.approx(math.log(sigmoid(-50)), rel=1e-5)
+    assert preference_loss(returns, torch.zeros(1)).item() == pytest.approx(50.0, rel=1e-6)  # -log sigmoid(-50)
+
+
+def test_discounting_keeps_the_returns_precision():
+    rews = torch.rand(3, 40, dtype=torch.float64)
+    returns = discounted_returns(rews, 0.3)
+    assert returns.dtype == torch.float64
+    want = [sum(0.3**t * float(r[t]) for t in range(40)) for r in rews]
+    np.testing.assert_allclose(returns.numpy(), want, rtol=1e-14)
