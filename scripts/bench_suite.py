@@ -93,6 +93,7 @@ def main() -> None:
     parser.add_argument("--not-run", nargs="*", default=["mountaincar", "halfcheetah", "hopper", "walker2d"],
                         help="experiments listed as not yet run (never guessed)")
     parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
+    parser.add_argument("--block", default="bench_suite", help="the marked block of --out to write")
     args = parser.parse_args()
     ceiling_seeds = args.ceiling_seeds or args.seeds
     main_rows, label_rows = [], []
@@ -123,7 +124,8 @@ def main() -> None:
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
         f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs} "
-        f"--root {args.root}` on a "
+        f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root {args.root} "
+        f"--block {args.block}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
         f"on the env's own reward (`feedback=true_reward`, over {ceiling_seeds} seeds or all "
@@ -140,7 +142,7 @@ def main() -> None:
     if args.out is None:
         print(text)
     else:  # only the generated block: the notes and other sections of the page are kept
-        write_block(args.out, "bench_suite", text)
+        write_block(args.out, args.block, text)
 
 
 if __name__ == "__main__":
