@@ -163,7 +163,7 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["gatherer=human", "gatherer.timeout_s=0"], "`gatherer.timeout_s` must be positive, got 0"),
     (["gatherer=human", "querent.labels_per_query=0"], "`querent.labels_per_query` must be at least 1, got 0"),
     (["gatherer=human", "env=gym", "env.id=FrozenLake-v1"],
-     "`env.id` FrozenLake-v1's observations do not give its whole state"),
+     "`env.id` FrozenLake-v1's observations neither give its whole state nor are images"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides])

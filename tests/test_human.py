@@ -14,6 +14,7 @@ import time
 
 import datasets
 import httpx
+import imageio
 import numpy as np
 import pytest
 from helpers import BIN, FAST, run_cli
@@ -143,3 +144,17 @@ def test_a_server_that_dies_is_started_again(tmp_path):
         gatherer()
         assert gatherer.url != first and httpx.get(gatherer.url + "api/status").json()["pending"] == 1
     assert not RunFolder(tmp_path).annotate_json.exists()
+
+
+@pytest.mark.slow
+def test_people_label_minatar_from_its_own_colours_over_http(tmp_path):
+    run_dir = tmp_path / "run"
+    with ScriptedAnnotator(run_dir, "annotator"):
+        run_cli("rlhp-train", *FAST, "env=minatar", "env.id=Breakout", "reward_net=cnn", "gatherer=human",
+                "gatherer.port=0", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    clips = sorted(RunFolder(run_dir).media_dir.glob("*.mp4"))
+    assert len(clips) == 2 * 20  # both sides of every query published
+    frame = imageio.v3.imread(clips[0], index=0)
+    assert frame.shape == (320, 320, 3) and len(np.unique(frame.reshape(-1, 3), axis=0)) > 2  # cells in colour
+    taken = journal(run_dir)
+    assert sum(len(d) for d in taken) > 0 and json.loads((run_dir / "eval.json").read_text())["episodes"] == 2

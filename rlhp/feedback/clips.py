@@ -1,9 +1,10 @@
-"""Clips of fragments: the real env's frames of each step, rendered after the fact from the observations.
+"""Clips of fragments: each step's picture, drawn after the fact from the observations.
 
-Sampling renders nothing. Only fragments that become queries are drawn: the env is put in the state
-each observation describes and rendered, so the frames are exactly what the env showed at those
-steps, and memory holds one clip at a time. This needs envs whose observation is their whole state
-(the classic-control tasks); others are refused when the run starts.
+Sampling renders nothing. Only fragments that become queries are drawn, and memory holds one clip at a time.
+How depends on the env (:func:`drawer`): a classic-control env is put in the state each observation describes
+and rendered, so the frames are exactly what the env showed; a MinAtar frame is coloured with MinAtar's own
+palette; any other image observation shows its newest frame as the agent sees it. Envs whose observations
+neither give their whole state nor are images are refused when the run starts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -21,7 +23,7 @@ from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlhp.data import FragmentPairs
-from rlhp.envs import GymEnv
+from rlhp.envs import GymEnv, MinAtarEnv
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -60,6 +62,85 @@ def restorer(env: gym.Env) -> Restore | None:
     return None
 
 
+class Drawer(Protocol):
+    """Draws a fragment's steps as RGB frames."""
+
+    fps: float
+    """The frame rate at which a person sees the env as it runs."""
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+        """(steps + 1, H, W, 3) uint8 frames: each step's observation, then the one the last step led to."""
+        ...
+
+
+class RestoredFrames:
+    """The env's own renders, with the env put in the state each observation describes (classic control)."""
+
+    def __init__(self, env: GymEnv) -> None:
+        self.env = env.make_single(render_mode="rgb_array")
+        self.restore = restorer(self.env)
+        if self.restore is None:
+            self.env.close()
+            names = ", ".join(sorted(c.__name__ for c in RESTORERS))
+            raise ConfigError("env.id", f"{env.id}'s observations neither give its whole state nor are images, so "
+                              f"rlhp cannot draw its fragments for people to compare; human labels work on {names} "
+                              "and on image observations (env=atari, env=minatar)")
+        self.env.reset(seed=0)
+        self.fps = self.env.metadata.get("render_fps", 30)
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+        """Each observation's state, rendered."""
+        inner = self.env.unwrapped
+        shots = []
+        for o, a in zip([*obs, last_obs], [*acts, acts[-1]]):
+            self.restore(inner, o, a)
+            shots.append(self.env.render())
+        return np.stack(shots)
+
+
+class PaletteFrames:
+    """Channel-per-object frames (MinAtar's) coloured with MinAtar's own palette, each cell a square of
+    ``cell`` pixels: a cell shows the colour of its highest lit channel, black where none is."""
+
+    fps = 10.0  # MinAtar's steps are coarse: a tenth of a second each reads as play
+
+    def __init__(self, channels: int, cell: int = 32) -> None:
+        import seaborn  # MinAtar's own dependency, for the palette its display uses
+
+        self.colours = np.array([(0, 0, 0), *seaborn.color_palette("cubehelix", channels)]) * 255
+        self.colours = self.colours.round().astype(np.uint8)
+        self.cell = cell
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+        """(steps + 1, 10 * cell, 10 * cell, 3): one colour per cell, in a batch."""
+        grid = np.concatenate([obs, last_obs[None]]).astype(bool)  # (steps + 1, channels, 10, 10)
+        index = (grid * np.arange(1, grid.shape[1] + 1)[:, None, None]).max(1)
+        return self.colours[index].repeat(self.cell, axis=1).repeat(self.cell, axis=2)
+
+
+class NewestFrames:
+    """Image observations as the agent sees them: the newest frame of each stack (grey), each pixel a square
+    of ``scale`` pixels."""
+
+    def __init__(self, fps: float, scale: int) -> None:
+        self.fps, self.scale = fps, scale
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+        """(steps + 1, H * scale, W * scale, 3): the last channel of each observation, grey."""
+        newest = np.concatenate([obs[:, -1], last_obs[None, -1]])
+        return np.repeat(newest[..., None], 3, axis=-1).repeat(self.scale, axis=1).repeat(self.scale, axis=2)
+
+
+def drawer(env: GymEnv, width: int) -> Drawer:
+    """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling."""
+    space = env.observation_space
+    if isinstance(env, MinAtarEnv):
+        return PaletteFrames(space.shape[0], cell=-(-width // space.shape[2]))
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8:
+        return NewestFrames(fps=15.0, scale=-(-width // space.shape[2]))  # Atari: 60 Hz, a step every 4 frames
+    return RestoredFrames(env)
+
+
 class ClipRenderer:
     """Draws fragments of ``env`` and writes them as H.264 MP4 clips ``width`` pixels wide.
 
@@ -72,24 +153,9 @@ class ClipRenderer:
 
     def __init__(self, env: GymEnv, width: int = 320, fps: float | None = None, workers: int = 4) -> None:
         self.env_config = env
-        self.env = env.make_single(render_mode="rgb_array")
-        self.restore = restorer(self.env)
-        if self.restore is None:
-            names = ", ".join(sorted(c.__name__ for c in RESTORERS))
-            raise ConfigError("env.id", f"{env.id}'s observations do not give its whole state, so rlhp cannot draw "
-                              f"its fragments for people to compare; human labels work on {names}")
-        self.env.reset(seed=0)
-        self.fps = fps or self.env.metadata.get("render_fps", 30)
+        self.drawer = drawer(env, width)
+        self.fps = fps or self.drawer.fps
         self.width, self.workers = width, workers
-
-    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
-        """(steps + 1, H, W, 3) frames: each step's observation, then the state the last step led to."""
-        inner = self.env.unwrapped
-        shots = []
-        for o, a in zip([*obs, last_obs], [*acts, acts[-1]]):
-            self.restore(inner, o, a)
-            shots.append(self.env.render())
-        return np.stack(shots)
 
     def write(self, pairs: FragmentPairs, names: list[tuple[str, str]], folder: Path) -> None:
         """Write each pair's two clips as ``folder / name`` (rendering here, encoding in parallel)."""
@@ -100,7 +166,8 @@ class ClipRenderer:
                 for side, name in enumerate(pair_names):
                     if len(jobs) >= 2 * self.workers:  # frames wait in memory only for a free encoder
                         jobs.pop(0).result()
-                    shots = self.frames(pairs.obs[i, side], pairs.acts[i, side], pairs.next_obs[i, side, -1])
+                    shots = self.drawer.frames(pairs.obs[i, side], pairs.acts[i, side],
+                                               pairs.next_obs[i, side, -1])
                     jobs.append(pool.submit(write_video, shots, folder / name, self.fps, self.width))
             for job in jobs:
                 job.result()
