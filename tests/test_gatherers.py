@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 from helpers import random_pairs
@@ -76,3 +78,20 @@ def test_the_equal_teacher_ties_close_returns():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.1)
     _, labels, _ = gathered(g, with_returns([10, 5, 5, 2], [0, 5.5, 4.5, 3.5]))
     assert labels.tolist() == [1.0, 0.5, 0.5, 0.0]  # within 1 (10% of 10) of each other: equal
+
+
+def test_a_teacher_answers_everything_added_since_it_was_last_asked_in_typed_fields():
+    gatherer = SyntheticGatherer(np.random.default_rng(0), sample=False)
+    empty = gatherer()  # nothing pending: an empty answer of the same types as a full one
+    assert empty.labels.dtype == np.float32 and empty.labels.shape == (0,) and empty.ids.dtype == np.int64
+    assert len(empty) == 0 and empty.annotators == [] and empty.times.shape == (0,)
+    pairs = random_pairs(6)
+    gatherer.add(pairs[:2], np.array([7, 8]))
+    gatherer.add(pairs[2:], np.array([9, 10, 11, 12]))  # added again before anyone asked
+    before = time.time()
+    answers = gatherer()
+    assert answers.ids.tolist() == [7, 8, 9, 10, 11, 12] and answers.ids.dtype == np.int64
+    np.testing.assert_array_equal(answers.pairs.obs, pairs.obs)
+    assert answers.annotators == ["synthetic"] * 6 and answers.times.shape == (6,)
+    assert before <= answers.times.min() <= answers.times.max() <= time.time()
+    assert gatherer.num_pending() == 0 and len(gatherer()) == 0

@@ -27,6 +27,7 @@ def test_demonstration_pairs_are_ranked_and_every_pair_with_an_agent_fragment_go
     gatherer = MixedGatherer(SyntheticGatherer(np.random.default_rng(0), sample=False))
     gatherer.add(pairs, np.arange(100, 140))
     assert gatherer.num_pending() == 40
+    assert gatherer.metrics()["pending_ranked"] == 20 and gatherer.metrics()["pending_teacher"] == 20
     answers = gatherer()
     assert sorted(answers.ids.tolist()) == list(range(100, 140)) and gatherer.num_pending() == 0
     by_id = dict(zip(answers.ids.tolist(), answers.labels.tolist(), strict=True))
@@ -37,7 +38,9 @@ def test_demonstration_pairs_are_ranked_and_every_pair_with_an_agent_fragment_go
         else:  # the synthetic teacher's Bradley-Terry probability of the true returns
             expected = 1 / (1 + np.exp(returns[i, 1] - returns[i, 0]))
         assert by_id[100 + i] == pytest.approx(expected, abs=1e-5)
-    assert set(answers.annotators) == {"ranked", "synthetic"}
+    assert set(answers.annotators) == {"ranked", "synthetic"} and not gatherer.reads_published_queries
+    assert len(answers.pairs) == 40 and answers.times.shape == (40,)  # every answered pair, and when
+    assert gatherer.metrics()["label_entropy"] == gatherer.teacher.metrics()["label_entropy"]
 
 
 def test_a_human_teacher_is_never_asked_about_the_pairs_the_ranks_answer(tmp_path):
@@ -45,6 +48,7 @@ def test_a_human_teacher_is_never_asked_about_the_pairs_the_ranks_answer(tmp_pat
     pairs = store.pairs(np.arange(6))
     pairs.episode[3:, 0] = -1
     gatherer = MixedGatherer(HumanGatherer(tmp_path, serve=False))
+    assert gatherer.reads_published_queries  # as its teacher does: the run must publish queries for people
     gatherer.add(pairs, np.arange(6))
     assert store.open_ids().tolist() == [3, 4, 5]
     with gatherer.session(stop=lambda: True):  # the human teacher's wait for a first label ends at once
