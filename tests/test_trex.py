@@ -74,7 +74,7 @@ def test_rank_by_return_ranks_a_ranked_dataset_by_its_episodes_returns(tmp_path)
         source = DatasetSource(str(tmp_path / "d"), env, np.random.default_rng(0), held_out_frac=0.0, rank_by=rank_by)
         pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(source.sample(10_000), 20, 50)
         np.testing.assert_array_equal(pairs.quality, quality[pairs.episode])
-        _, labels = RankedGatherer().answer(pairs)
+        _, labels = RankedGatherer().answer(pairs, np.arange(50))
         assert labels.dtype == np.float32
         first, second = quality[pairs.episode].T
         np.testing.assert_array_equal(labels, 0.5 * (1 + np.sign(first - second)))

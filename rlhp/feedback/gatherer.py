@@ -97,14 +97,14 @@ class OracleGatherer(PreferenceGatherer):
         return len(self.pending_ids)
 
     @abstractmethod
-    def answer(self, pairs: FragmentPairs) -> tuple[np.ndarray, np.ndarray]:
+    def answer(self, pairs: FragmentPairs, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return (mask of the answered queries, float32 labels of those; NaN for skipped)."""
 
     def __call__(self) -> Answers:
         """Answered pairs, their labels and ids; unanswered ones stay pending."""
         if self.pending is None:
             return no_answers()
-        done, labels = self.answer(self.pending)
+        done, labels = self.answer(self.pending, self.pending_ids)
         answered, ids = self.pending[done], self.pending_ids[done]
         self.pending, self.pending_ids = self.pending[~done], self.pending_ids[~done]
         if not len(self.pending):

@@ -18,7 +18,7 @@ class RankedGatherer(OracleGatherer):
 
     annotator = "ranked"
 
-    def answer(self, pairs: FragmentPairs) -> tuple[np.ndarray, np.ndarray]:
+    def answer(self, pairs: FragmentPairs, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every query is answered at once: 1 when the first episode ranks higher, 0 lower, 0.5 equal."""
         labels = 0.5 * (1 + np.sign(pairs.quality[:, 0] - pairs.quality[:, 1]))
         return np.ones(len(pairs), dtype=bool), labels.astype(np.float32)

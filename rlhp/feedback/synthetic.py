@@ -75,7 +75,7 @@ class SyntheticGatherer(OracleGatherer):
             rews = rews * self.myopic_gamma ** torch.arange(length - 1, -1, -1, dtype=rews.dtype)
         return discounted_returns(rews, self.discount_factor)
 
-    def answer(self, pairs: FragmentPairs) -> tuple[np.ndarray, np.ndarray]:
+    def answer(self, pairs: FragmentPairs, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every query is answered at once (a skipped one with a NaN label)."""
         returns_t = self.returns(pairs)
         prob, returns = self._probabilities(returns_t), returns_t.numpy()

@@ -1,0 +1,143 @@
+"""Pixels: bytes per stored transition, memory of a preference dataset of frames, dataset save and load
+rates, CNN reward training and env steps per second.
+
+On Pong (``env=atari``: 84x84 grey, 4 frames stacked) with a random policy; the targets are in issue terms:
+a stored transition at most 1.2x one 84x84 frame (7,056 B; naive stacks cost 4x, and a fragment pair that
+keeps both observations and next observations 8x), and a preference dataset of 5,500 pairs of 25-step
+fragments under 2.5 GB of peak RSS. The preference dataset's peak RSS is measured in a fresh process at
+``--pairs`` pairs and projected linearly to 5,500 (the table says which).
+
+    python scripts/bench_pixels.py [--pairs 500] [--out docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from docblock import write_block
+
+from rlhp.data import PreferenceDataset
+from rlhp.data.hf import load_trajectories, save_trajectories
+from rlhp.envs import AtariEnv, MinAtarEnv
+from rlhp.fragments import RandomFragmenter
+from rlhp.policies import random_policy
+from rlhp.rewards import CnnRewardNet
+from rlhp.rollout import rollout
+from rlhp.training import RewardTrainer
+
+FRAME = 84 * 84
+PONG = {"id": "ALE/Pong-v5", "kwargs": {"frameskip": 1}, "max_episode_steps": 500}
+
+
+def episodes(steps: int, n_envs: int = 2) -> tuple[AtariEnv, list]:
+    """Random-policy Pong episodes covering ``steps`` transitions."""
+    env = AtariEnv(**PONG, n_envs=n_envs)
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    return env, rollout(venv, random_policy(venv.action_space), steps)
+
+
+def size(path: Path) -> int:
+    """Bytes of every file under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def pairs_rss(n: int) -> dict:
+    """In this process: the preference dataset of ``n`` Pong pairs of 25-step fragments, and the peak RSS."""
+    env, trajs = episodes(max(2000, n * 2 * 25 // 4))
+    dataset = PreferenceDataset()
+    pairs = RandomFragmenter(np.random.default_rng(0))(trajs, 25, n)
+    dataset.push(pairs, np.ones(n, np.float32), np.arange(n))
+    del trajs
+    held = sum(a.nbytes for a in (pairs.obs, pairs.next_obs))
+    return {"pairs": n, "bytes_held": held, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=500, help="pairs in the measured preference dataset")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(pairs_rss(args.child)))
+        return
+    rows = []
+    env, trajs = episodes(2000)
+    transitions = sum(map(len, trajs))
+    in_memory = sum(t.obs.nbytes for t in trajs) / transitions
+    rows.append(("trajectory in memory, bytes a transition", f"{in_memory:,.0f}", f"{in_memory / FRAME:.2f}x"))
+    pairs = RandomFragmenter(np.random.default_rng(0))(trajs, 25, 100)
+    per_pair_step = (pairs.obs.nbytes + pairs.next_obs.nbytes) / pairs.dones.size
+    rows.append(("fragment pair in memory, bytes a transition", f"{per_pair_step:,.0f}",
+                 f"{per_pair_step / FRAME:.2f}x"))
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        save_trajectories(trajs, Path(tmp) / "t", metadata={}, observation_space=env.observation_space,
+                          action_space=env.action_space)
+        save_s = time.perf_counter() - start
+        start = time.perf_counter()
+        loaded = load_trajectories(Path(tmp) / "t")
+        float(sum(t.obs.sum(dtype=np.float64) for t in loaded))  # read every value once
+        load_s = time.perf_counter() - start
+        on_disk = size(Path(tmp) / "t") / transitions
+        dataset = PreferenceDataset()
+        dataset.push(pairs, np.ones(len(pairs), np.float32), np.arange(len(pairs)))
+        dataset.save(Path(tmp) / "p")
+        pref_disk = size(Path(tmp) / "p") / pairs.dones.size
+    rows.append(("trajectories dataset on disk, bytes a transition", f"{on_disk:,.0f}", f"{on_disk / FRAME:.2f}x"))
+    rows.append(("preference dataset on disk, bytes a transition", f"{pref_disk:,.0f}", f"{pref_disk / FRAME:.2f}x"))
+    rows.append(("trajectories dataset save, transitions/s", f"{transitions / save_s:,.0f}", ""))
+    rows.append(("trajectories dataset load and read, transitions/s", f"{transitions / load_s:,.0f}", ""))
+    child = json.loads(subprocess.run([sys.executable, __file__, "--child", str(args.pairs)], check=True,
+                                      capture_output=True, text=True).stdout)
+    projected = child["peak_rss"] / args.pairs * 5500
+    rows.append((f"preference dataset peak RSS, {args.pairs} pairs (measured)", f"{child['peak_rss'] / 2**30:.2f} GiB",
+                 ""))
+    rows.append(("the same, 5,500 pairs (projected linearly)", f"{projected / 2**30:.1f} GiB", "target < 2.5 GB"))
+    for name, net_env in (("Pong", env), ("MinAtar Breakout", MinAtarEnv("Breakout", n_envs=2))):
+        source = pairs if net_env is env else RandomFragmenter(np.random.default_rng(0))(
+            rollout(net_env.make(seed=0), random_policy(net_env.action_space), 4000), 25, 100)
+        dataset = PreferenceDataset()
+        dataset.push(source, np.ones(len(source), np.float32), np.arange(len(source)))
+        torch.manual_seed(0)
+        net = CnnRewardNet(*net_env.spaces(), members=3)
+        trainer = RewardTrainer(net, np.random.default_rng(0), epochs=2, batch_size=16)
+        trainer.train(dataset, epoch_multiplier=0.5)  # warm-up
+        start = time.perf_counter()
+        trainer.train(dataset)
+        rate = 2 * len(source) / (time.perf_counter() - start)
+        rows.append((f"CNN reward training (3 members, CPU), {name}: pairs/s", f"{rate:,.0f}", ""))
+    for vectorize in ("dummy", "subproc"):
+        venv = AtariEnv(**PONG, n_envs=8, vectorize=vectorize).make(seed=0)
+        venv.reset()
+        acts = np.zeros(8, np.int64)
+        start = time.perf_counter()
+        for _ in range(250):
+            venv.step(acts)
+        rate = 8 * 250 / (time.perf_counter() - start)
+        rows.append((f"Pong env steps/s, 8 copies, vectorize={vectorize}", f"{rate:,.0f}", ""))
+        venv.close()
+    text = "\n".join([
+        f"Written by `python scripts/bench_pixels.py --pairs {args.pairs}` on a {os.cpu_count()}-core CPU, no GPU "
+        f"({time.strftime('%Y-%m-%d')}). Random-policy Pong, 84x84 grey, 4 frames stacked; one frame is "
+        f"{FRAME:,} B.", "",
+        "| measure | value | of one frame / target |", "|---|---:|---|",
+        *(f"| {a} | {b} | {c} |" for a, b, c in rows)])
+    print(text)
+    if args.out is not None:
+        write_block(args.out, "bench_pixels", text)
+
+
+if __name__ == "__main__":
+    main()
