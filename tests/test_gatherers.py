@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from helpers import random_pairs
 
+from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, SyntheticGatherer
 
 
@@ -95,3 +96,83 @@ def test_a_teacher_answers_everything_added_since_it_was_last_asked_in_typed_fie
     assert answers.annotators == ["synthetic"] * 6 and answers.times.shape == (6,)
     assert before <= answers.times.min() <= answers.times.max() <= time.time()
     assert gatherer.num_pending() == 0 and len(gatherer()) == 0
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"temperature": -0.1}, "temperature"), ({"mistake": -0.1}, "mistake"), ({"mistake": 1.5}, "mistake"),
+    ({"skip_frac": 1.5}, "skip_frac"), ({"equal_frac": 1.5}, "equal_frac"), ({"myopic_gamma": 0.0}, "myopic_gamma"),
+    ({"myopic_gamma": 1.5}, "myopic_gamma"),
+])
+def test_values_outside_a_teachers_ranges_are_refused_by_name(kwargs, name):
+    with pytest.raises(ArgumentError) as err:
+        SyntheticGatherer(np.random.default_rng(0), **kwargs)
+    assert err.value.argument == name and "must" in err.value.problem
+
+
+def test_the_ends_of_a_teachers_ranges_are_accepted():
+    SyntheticGatherer(np.random.default_rng(0), temperature=0, mistake=1, skip_frac=1, equal_frac=1, myopic_gamma=1)
+
+
+def test_a_teacher_samples_binary_labels_unless_told_otherwise():
+    labels = gathered(SyntheticGatherer(np.random.default_rng(0)), with_returns([1.0] * 50, [0.0] * 50))[1]
+    assert set(labels.tolist()) == {0.0, 1.0}
+
+
+def test_a_coin_flipping_teacher_without_temperature_moves_each_label_towards_half():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, noise_prob=0.2)
+    np.testing.assert_allclose(g.probabilities(with_returns([3, 1, 2], [1, 3, 2])), [0.9, 0.1, 0.5])
+
+
+def test_the_teachers_clip_discount_and_myopia_are_its_own():
+    pairs = random_pairs(1, length=3)
+    pairs.rews[:] = [[[1.0, 2.0, 4.0], [0.0, 0.0, 0.0]]]
+    discounted = SyntheticGatherer(np.random.default_rng(0), discount_factor=0.5, sample=False)
+    assert discounted.returns(pairs)[0, 0].item() == 1 + 0.5 * 2 + 0.25 * 4
+    myopic = SyntheticGatherer(np.random.default_rng(0), myopic_gamma=0.3, sample=False)
+    assert myopic.returns(pairs)[0, 0].item() == pytest.approx(0.3**2 * 1 + 0.3 * 2 + 4, rel=1e-14)
+    clipped = SyntheticGatherer(np.random.default_rng(0), threshold=2.0, sample=False)
+    assert clipped.probabilities(pairs)[0] == pytest.approx(1 / (1 + np.exp(-2.0)), rel=1e-12)
+
+
+def test_a_teachers_figures_before_it_answered_and_for_certain_labels():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.5)
+    assert np.isnan(g.metrics()["label_entropy"]) and g.metrics()["labels_skipped"] == 0
+    gathered(g, with_returns([3, 1], [1, 3]))
+    assert g.metrics()["label_entropy"] == pytest.approx(0.0, abs=1e-9)  # certain labels carry no entropy
+
+
+def test_the_first_answers_scale_ties_by_their_own_largest_return():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.5)
+    # The largest return is 0.3, so returns within 0.15 of each other are equal; nothing seen before counts.
+    assert gathered(g, with_returns([0.3, 0.3], [0.2, 0.1]))[1].tolist() == [0.5, 1.0]
+
+
+def test_returns_exactly_the_tie_margin_apart_are_not_equal():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.5)
+    assert gathered(g, with_returns([4], [2]))[1].tolist() == [1.0]  # margin 0.5 x 4 = 2: not within it
+
+
+def test_a_teacher_without_true_rewards_says_so():
+    pairs = random_pairs(2)
+    pairs.rews[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="needs true rewards, and some fragments have none"):
+        SyntheticGatherer(np.random.default_rng(0)).returns(pairs)
+
+
+def test_a_teacher_who_always_errs_flips_every_label_and_reports_only_its_own_figures():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, mistake=1.0)
+    assert gathered(g, with_returns([3, 1, 2], [1, 3, 2]))[1].tolist() == [0.0, 1.0, 0.5]
+    assert set(g.metrics()) == {"label_entropy"}  # no skipped count from a teacher that never skips
+
+
+def test_the_label_entropy_is_the_mean_binary_entropy_of_the_probabilities():
+    g = SyntheticGatherer(np.random.default_rng(0), sample=False)
+    gathered(g, with_returns([1.0, 0.0], [0.0, 0.0]))
+    p = 1 / (1 + np.exp(-1.0))
+    assert g.metrics()["label_entropy"] == pytest.approx((-(p * np.log2(p) + (1 - p) * np.log2(1 - p)) + 1) / 2)
+
+
+def test_a_pair_whose_better_return_is_exactly_the_skip_margin_is_answered():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.5)
+    labels = gathered(g, with_returns([4, 2, 1], [0, 0, 0]))[1]  # margin 0.5 x 4 = 2
+    assert labels[:2].tolist() == [1.0, 1.0] and np.isnan(labels[2])
