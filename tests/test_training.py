@@ -1,9 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 import torch
 from helpers import random_pairs, spaces
 
 from rlhp.data import PreferenceDataset
+from rlhp.errors import ArgumentError
 from rlhp.feedback import SyntheticGatherer
 from rlhp.rewards import RewardNet
 from rlhp.training import RewardTrainer, summarise
@@ -156,3 +159,42 @@ def test_each_member_gets_the_gradient_it_would_get_trained_alone():
         (solo.loss(returns, torch.as_tensor(ds.labels)[idx[m]]).sum() / idx.shape[1]).backward()
         for (name, together), own in zip(ensemble.named_parameters(), alone.parameters()):
             torch.testing.assert_close(together.grad[m], own.grad[0], msg=name)
+
+
+@pytest.mark.parametrize(("kwargs", "name", "says"), [
+    ({"batch_size": 0}, "batch_size", "at least 1"), ({"epochs": 0}, "epochs", "at least 1"),
+    ({"minibatch_size": 0}, "minibatch_size", "at least 1"),
+    ({"batch_size": 32, "minibatch_size": 64}, "minibatch_size", "(64) must not exceed batch_size (32)"),
+    ({"batch_size": 30, "minibatch_size": 8}, "batch_size", "(30) must be a multiple of minibatch_size (8); "
+                                                            "set one so that it divides the other, e.g. batch_size=24"),
+    ({"lr": 0.0}, "lr", "positive finite"), ({"lr": math.inf}, "lr", "positive finite"),
+    ({"weight_decay": -1.0}, "weight_decay", "non-negative finite"),
+    ({"weight_decay": math.inf}, "weight_decay", "non-negative finite"),
+    ({"val_split": 1.0}, "val_split", "[0, 1)"), ({"val_split": 1.5}, "val_split", "[0, 1)"),
+    ({"weight_decay_adapt": 1.0, "weight_decay": 0.1, "val_split": 0.2}, "weight_decay_adapt", "needs a factor > 1"),
+    ({"weight_decay_adapt": 2.0, "val_split": 0.2}, "weight_decay_adapt", "any multiple of 0 stays 0"),
+])
+def test_a_trainer_refuses_what_it_cannot_train_with_by_name(kwargs, name, says):
+    with pytest.raises(ArgumentError) as err:
+        RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), **kwargs)
+    assert err.value.argument == name and says in err.value.problem
+
+
+def test_a_trainers_defaults_and_the_ends_of_its_ranges():
+    trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), batch_size=16, minibatch_size=16,
+                            lr=0.02)
+    group = trainer.optimizer.param_groups[0]
+    assert group["lr"] == 0.02 and group["weight_decay"] == 0.0 and group["fused"]
+    default = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0))
+    assert (default.epochs, default.adapt_tolerance, default.threshold, default.minibatch_size) == (3, 0.1, 50.0, 32)
+
+
+def test_the_trainers_clip_counts_in_its_loss_and_a_zero_difference_ranks_neither_fragment_first():
+    trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), threshold=2.0)
+    returns, labels = torch.tensor([[10.0, 0.0], [1.0, 1.0]]), torch.tensor([0.0, 1.0])
+    torch.testing.assert_close(trainer.loss(returns, labels)[0], torch.tensor(2.0 + math.log1p(math.exp(-2.0))))
+    scores = trainer.scores(returns, labels)
+    assert scores.correct.tolist() == [0.0, 0.0]  # the first ranks the wrong fragment; the second neither
+    p = 1 / (1 + math.exp(-2.0))
+    assert summarise(scores.totals(), 2, "x_")["x_loss"] == pytest.approx(
+        (-math.log(1 - p) + math.log(2)) / 2, rel=1e-6)  # the mean over pairs
