@@ -29,6 +29,7 @@ class AtariEnv(GameEnv):
     """
 
     frame_stack: ClassVar[int] = 4
+    """How many of the newest frames one observation stacks."""
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = 4000,
                  kwargs: dict[str, Any] | None = None, vectorize: str = "dummy",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
@@ -34,9 +34,6 @@ class GymEnv:
             process (SB3's SubprocVecEnv), which pays where a step costs more than the hand-off (Atari on
             many cores).
     """
-
-    frame_stack: ClassVar[int] = 1
-    """How many of the env's newest frames one observation stacks (1: an observation is one frame)."""
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = None,
                  kwargs: dict[str, Any] | None = None, vectorize: str = "dummy") -> None:

@@ -2,10 +2,10 @@
 
 A game's episode ends when the game is lost, so its length tells how well the agent played: a reward
 model that only ever pays a constant would still teach "last longer" through the horizon, and the
-preferences would not be what was learned (Christiano et al. 2017, section 2.2; the ``seals`` Atari
-variants fix it the same way). Here an episode is always ``max_episode_steps`` agent steps, and a game
-that ends inside it restarts at once; ``allow_variable_horizon`` stays the explicit escape for runs
-that want the game's own episodes (set ``env.continue_after_game_over=false``).
+preferences would not be what was learned (the ``seals`` Atari variants fix it the same way). Here an
+episode is always ``max_episode_steps`` agent steps, and a game that ends inside it restarts at once;
+``allow_variable_horizon`` stays the explicit escape for runs that want the game's own episodes (set
+``env.continue_after_game_over=false``).
 """
 
 from __future__ import annotations
