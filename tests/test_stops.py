@@ -8,6 +8,15 @@ import pytest
 from rlhp.stops import StopRequest, interrupts_held
 
 
+@pytest.fixture(autouse=True)
+def python_default_ctrl_c():
+    """Python's own SIGINT handler for each test: a shell that starts the suite in the background hands it
+    SIGINT ignored, and these tests are about what rlhp does to Python's default."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def test_a_ctrl_c_inside_the_block_is_raised_when_it_ends():
     finished = False
     with pytest.raises(KeyboardInterrupt):
