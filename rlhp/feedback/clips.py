@@ -134,11 +134,13 @@ class NewestFrames:
 def drawer(env: GymEnv, width: int) -> Drawer:
     """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling."""
     space = env.observation_space
+    image = isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8
+    if not image:
+        return RestoredFrames(env)
+    scale = -(-width // space.shape[2])  # whole pixels a cell, at least ``width`` wide
     if isinstance(env, MinAtarEnv):
-        return PaletteFrames(space.shape[0], cell=-(-width // space.shape[2]))
-    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8:
-        return NewestFrames(fps=15.0, scale=-(-width // space.shape[2]))  # Atari: 60 Hz, a step every 4 frames
-    return RestoredFrames(env)
+        return PaletteFrames(space.shape[0], cell=scale)
+    return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
 
 
 class ClipRenderer:
