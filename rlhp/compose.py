@@ -68,7 +68,7 @@ def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generato
         fragmenter=fragmenter,
         querent=querent,
         gatherer=gatherer,
-        dataset=PreferenceDataset(cfg.max_dataset_size),
+        dataset=PreferenceDataset(cfg.max_dataset_size, capacity=cfg.total_comparisons),
         reward_trainer=build(cfg.reward_trainer, **context),
         comparisons=comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
                                         build(cfg.query_schedule)),

@@ -31,7 +31,8 @@ def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int
     policy's and half the source's held-out episodes, and on each alone (and on the trained agent's)."""
     venv = env.make(seed + 30_000)
     venv.action_space.seed(seed)
-    random, held_out = rollout(venv, random_policy(venv.action_space), steps // 2), source.held_out(steps // 2)
+    random = rollout(venv, random_policy(venv.action_space), steps // 2, frame_stack=env.frame_stack)
+    held_out = source.held_out(steps // 2)
     result = {"reward_correlation": reward_correlation(net, random + held_out),
               "correlation_transitions": sum(map(len, random + held_out)),
               # Where the reward can be trusted, each alone: held-out episodes of its source (the agent's own
@@ -40,7 +41,7 @@ def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int
               "reward_correlation_random": reward_correlation(net, random)}
     agent = source.agent
     if agent.trains:
-        agent_episodes = rollout(venv, agent.policy, steps // 2)
+        agent_episodes = rollout(venv, agent.policy, steps // 2, frame_stack=env.frame_stack)
         result["reward_correlation_agent"] = reward_correlation(net, agent_episodes)
     return result
 

@@ -74,23 +74,26 @@ class RandomFragmenter:
         quality = np.array([t.rank if t.rank is not None else float(t.rews.sum()) for t in trajs])[which]
         if self.snippet_rule:
             starts = self._snippet_rule(starts, quality, last_start)
-        # Index into the concatenation of all trajectories, so one gather builds every fragment.
+        # Index into the concatenation of all trajectories, so one gather builds every fragment; a trajectory
+        # holds len + frame_stack frames and a fragment the length + frame_stack from its start.
+        stack = trajs[0].frame_stack
         act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
         steps = starts[:, None] + np.arange(fragment_length)
         idx = act_off[which, None] + steps
-        obs_idx = idx + np.arange(len(trajs))[which, None]  # obs has one extra row per trajectory
-        all_obs = np.concatenate([t.obs for t in trajs])
+        frame_idx = (act_off + stack * np.arange(len(trajs)))[which, None] + starts[:, None] \
+            + np.arange(fragment_length + stack)
+        all_frames = np.concatenate([t.frames for t in trajs])
         terminal = np.array([t.terminal for t in trajs])[which, None]
         shape = (num_pairs, 2, fragment_length)
         return FragmentPairs(
-            obs=all_obs[obs_idx].reshape(*shape, *all_obs.shape[1:]),
+            frames=all_frames[frame_idx].reshape(num_pairs, 2, fragment_length + stack, *all_frames.shape[1:]),
             acts=(a := np.concatenate([t.acts for t in trajs]))[idx].reshape(*shape, *a.shape[1:]),
-            next_obs=all_obs[obs_idx + 1].reshape(*shape, *all_obs.shape[1:]),
             dones=(terminal & (steps == lengths[which, None] - 1)).reshape(shape),
             rews=np.concatenate([t.rews for t in trajs])[idx].astype(np.float32).reshape(shape),
             episode=np.array([t.episode for t in trajs])[which].reshape(num_pairs, 2),
             start=starts.reshape(num_pairs, 2),
             quality=quality.reshape(num_pairs, 2),
+            frame_stack=stack,
         )
 
     def _snippet_rule(self, starts: np.ndarray, quality: np.ndarray, last_start: np.ndarray) -> np.ndarray:
@@ -126,7 +129,7 @@ class ActiveSelectionFragmenter:
     @torch.no_grad()
     def disagreement(self, pairs: FragmentPairs) -> np.ndarray:
         """One uncertainty score per pair, higher meaning more disagreement."""
-        rews = self.reward_net(*pairs.tensors(self.reward_net.device)).cpu()  # (members, pairs, 2, length)
+        rews = self.reward_net.score_in_chunks(*pairs.tensors(self.reward_net.device)).cpu()  # (members, pairs, 2, L)
         discounts = self.discount_factor ** torch.arange(rews.shape[-1], dtype=rews.dtype, device=rews.device)
         returns = (rews * discounts).sum(-1)
         diff = returns[..., 0] - returns[..., 1]

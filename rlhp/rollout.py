@@ -25,18 +25,19 @@ def terminations(dones: np.ndarray, infos: list[dict]) -> np.ndarray:
 
 
 def rollout(venv: VecEnv, policy: Policy, steps: int = 0, episodes: int = 0,
-            on_episode: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
+            on_episode: Callable[[Trajectory], None] | None = None, frame_stack: int = 1) -> list[Trajectory]:
     """Reset ``venv`` and run ``policy`` until finished episodes cover ``steps`` transitions and
     number at least ``episodes``.
 
     With ``episodes``, each env copy contributes a fixed share of them, so short episodes are not
-    over-represented (the first ``n`` to finish would favour them).
+    over-represented (the first ``n`` to finish would favour them). ``frame_stack``: the env's observations
+    are stacks of this many frames (see :class:`TrajectoryRecorder`).
     """
     n = venv.num_envs
     quota = np.full(n, np.iinfo(np.int64).max)
     if episodes:
         quota = episodes // n + (np.arange(n) < episodes % n)
-    recorder = TrajectoryRecorder(n)
+    recorder = TrajectoryRecorder(n, frame_stack)
     kept: list[Trajectory] = []
     covered = 0
     obs = venv.reset()

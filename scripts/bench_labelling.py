@@ -45,7 +45,7 @@ def cartpole_pairs(n: int, length: int = 20, seed: int = 0) -> FragmentPairs:
             for t in range(length):
                 obs[i, side, t + 1] = env.step(int(acts[i, side, t]))[0]
     shape = (n, 2)
-    return FragmentPairs(obs=obs[:, :, :-1], acts=acts, next_obs=obs[:, :, 1:], dones=np.zeros((*shape, length), bool),
+    return FragmentPairs(frames=obs, acts=acts, dones=np.zeros((*shape, length), bool),
                          rews=np.ones((*shape, length), np.float32), episode=np.full(shape, -1),
                          start=np.zeros(shape, np.int64), quality=np.full(shape, np.nan))
 

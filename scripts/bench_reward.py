@@ -26,8 +26,9 @@ PAIRS, LENGTH, BATCH = 1000, 50, 32
 def cartpole_pairs(seed: int = 0) -> tuple[PreferenceDataset, GymEnv]:
     """1,000 random CartPole-shaped fragment pairs with random labels."""
     rng = np.random.default_rng(seed)
-    obs = rng.normal(size=(PAIRS, 2, LENGTH, 4)).astype(np.float32)
-    pairs = FragmentPairs(obs=obs, acts=rng.integers(0, 2, (PAIRS, 2, LENGTH)), next_obs=obs,
+    frames = rng.normal(size=(PAIRS, 2, LENGTH + 1, 4)).astype(np.float32)
+    obs = frames[:, :, :-1]
+    pairs = FragmentPairs(frames=frames, acts=rng.integers(0, 2, (PAIRS, 2, LENGTH)),
                           dones=np.zeros((PAIRS, 2, LENGTH), bool), rews=obs[..., 0],
                           episode=np.full((PAIRS, 2), -1), start=np.zeros((PAIRS, 2), np.int64),
                           quality=obs[..., 0].sum(-1))

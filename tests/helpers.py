@@ -30,9 +30,10 @@ from rlhp.data.trajectory import Nested
 def random_pairs(n: int, length: int = 5, obs_dim: int = 3, seed: int = 0) -> FragmentPairs:
     """Fragment pairs with Box(obs_dim) observations, Discrete(2) actions and true rewards."""
     rng = np.random.default_rng(seed)
-    obs = rng.normal(size=(n, 2, length, obs_dim)).astype(np.float32)
+    frames = rng.normal(size=(n, 2, length + 1, obs_dim)).astype(np.float32)
+    obs = frames[:, :, :-1]
     return FragmentPairs(
-        obs=obs, acts=rng.integers(0, 2, (n, 2, length)), next_obs=obs + 0.1,
+        frames=frames, acts=rng.integers(0, 2, (n, 2, length)),
         dones=np.zeros((n, 2, length), bool), rews=obs[..., 0].astype(np.float32),
         episode=np.arange(2 * n).reshape(n, 2), start=np.zeros((n, 2), np.int64),
         quality=obs[..., 0].sum(-1).astype(np.float64),

@@ -35,7 +35,7 @@ def served(tmp_path):
     RunFolder(tmp_path).write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])
     querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path)
     pairs = random_pairs(4, length=20, obs_dim=4)
-    pairs.obs *= 0.2  # near upright, so the pole is on screen
+    pairs.frames *= 0.2  # near upright, so the pole is on screen
     querent(pairs, 0)
     server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)

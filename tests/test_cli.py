@@ -40,7 +40,7 @@ def test_default_run_writes_everything(train):
         saved = torch.load(ckpt / "reward_net.pt", weights_only=True)
         assert saved["config"]["members"] == 5 and "body.weights.0" in saved["state_dict"]
         prefs = datasets.load_from_disk(str(ckpt / "preferences"))
-        assert set(prefs.column_names) >= {"id", "label", "obs", "acts"}
+        assert set(prefs.column_names) >= {"id", "label", "frames", "acts"}
     assert PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").labels.shape == (20,)
     # One Parquet file per round, and a card: plain `datasets` reads the folder.
     assert sorted(p.name for p in (run_dir / "trajectories").iterdir()) == [
@@ -95,8 +95,8 @@ def test_same_seed_same_preferences_and_return(train):
     c, _ = train("seed=4", name="c")
     prefs = [datasets.load_from_disk(str(d / "checkpoints" / "final" / "preferences")) for d in (a, b, c)]
     assert prefs[0]["label"] == prefs[1]["label"]
-    np.testing.assert_array_equal(np.asarray(prefs[0]["obs"]), np.asarray(prefs[1]["obs"]))
-    assert not np.array_equal(np.asarray(prefs[0]["obs"]), np.asarray(prefs[2]["obs"]))
+    np.testing.assert_array_equal(np.asarray(prefs[0]["frames"]), np.asarray(prefs[1]["frames"]))
+    assert not np.array_equal(np.asarray(prefs[0]["frames"]), np.asarray(prefs[2]["frames"]))
     evals = [json.loads((d / "eval.json").read_text()) for d in (a, b)]
     assert evals[0] == evals[1]
     untimed = [[{k: v for k, v in r.items() if k != "wall_s" and not k.startswith("time_")} for r in rows(d)]

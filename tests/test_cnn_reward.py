@@ -84,10 +84,10 @@ def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode():
     """The true reward is how many cells of channel 0 are lit in the frame's left half."""
     rng = np.random.default_rng(0)
     n, length = 300, 4
-    obs = lit(rng, (n, 2, length))
-    rews = obs[:, :, :, 0, :, :5].sum((-1, -2)).astype(np.float32)
+    frames = lit(rng, (n, 2, length + 1))
+    rews = frames[:, :, :-1, 0, :, :5].sum((-1, -2)).astype(np.float32)
     returns = rews.sum(-1)
-    pairs = FragmentPairs(obs=obs, acts=np.zeros((n, 2, length), np.int64), next_obs=obs,
+    pairs = FragmentPairs(frames=frames, acts=np.zeros((n, 2, length), np.int64),
                           dones=np.zeros((n, 2, length), bool), rews=rews, episode=np.zeros((n, 2), np.int64),
                           start=np.zeros((n, 2), np.int64), quality=returns.astype(np.float64))
     dataset = PreferenceDataset()

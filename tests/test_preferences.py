@@ -1,12 +1,15 @@
+import json
 import math
 
 import datasets
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 from helpers import random_pairs
 
-from rlhp.data import PreferenceDataset
+from rlhp.data import FragmentPairs, PreferenceDataset
+from rlhp.data.arrow import to_fixed
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 
 
@@ -55,11 +58,41 @@ def test_dataset_saves_as_arrow_readable_without_rlhp(tmp_path):
     ds.save(tmp_path / "prefs")
     plain = datasets.load_from_disk(str(tmp_path / "prefs"))
     assert plain.num_rows == 6 and plain[2]["label"] == 0.5
-    assert np.asarray(plain[0]["obs"]).shape == (2, 4, 3)
+    assert np.asarray(plain[0]["frames"]).shape == (2, 5, 3)  # 4 steps: their observations and the next
     back = PreferenceDataset.load(tmp_path / "prefs")
     np.testing.assert_array_equal(back.labels, labels)
     np.testing.assert_array_equal(back.pairs.obs, pairs.obs)
+    np.testing.assert_array_equal(back.pairs.next_obs, pairs.next_obs)
     assert back.pairs.acts.dtype == pairs.acts.dtype and back.ids.tolist() == list(range(10, 16))
+
+
+def test_a_dataset_saved_with_obs_and_next_obs_columns_loads_as_frames(tmp_path):
+    pairs = random_pairs(3, length=4)
+    columns = {k: v for k, v in pairs.columns().items() if k != "frames"}
+    columns.update(obs=pairs.obs, next_obs=pairs.next_obs)
+    table = pa.table({"id": np.arange(3), "label": np.ones(3, np.float32),
+                      **{k: to_fixed(np.ascontiguousarray(v)) for k, v in columns.items()}})
+    info = datasets.DatasetInfo(description=json.dumps({k: v.dtype.str for k, v in columns.items()}))
+    datasets.Dataset(table, info=info).save_to_disk(str(tmp_path / "old"))
+    back = PreferenceDataset.load(tmp_path / "old")
+    np.testing.assert_array_equal(back.pairs.frames, pairs.frames)
+    columns["next_obs"] = columns["next_obs"] + 1  # not fragments of trajectories: refused, not misread
+    with pytest.raises(ValueError, match="next_obs is not obs one step on"):
+        FragmentPairs.from_columns(columns)
+
+
+@pytest.mark.parametrize("capacity", [0, 3, 100])
+def test_the_dataset_grows_in_place_past_or_within_its_capacity(capacity):
+    ds = PreferenceDataset(capacity=capacity)
+    batches = [random_pairs(4, seed=s) for s in range(5)]
+    for i, b in enumerate(batches):
+        ds.push(b, np.full(4, i % 2, np.float32), np.arange(4 * i, 4 * i + 4))
+    want = FragmentPairs.concat(batches)
+    for key, value in want.columns().items():
+        np.testing.assert_array_equal(ds.pairs.columns()[key], value)
+    assert ds.ids.tolist() == list(range(20))
+    with pytest.raises(ValueError, match="fragment length"):
+        ds.push(random_pairs(2, length=3), np.ones(2, np.float32), np.arange(2))
 
 
 def test_the_loss_gradient_is_sigmoid_of_the_difference_minus_the_label_inside_the_clip():

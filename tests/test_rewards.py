@@ -21,7 +21,7 @@ def per_member_reference(net: RewardNet, x: torch.Tensor, m: int) -> torch.Tenso
 
 def shifted(pairs, scale: float = 4.0, shift: float = 3.0):
     """The pairs with observations far from standard, so a fitted normaliser is far from identity."""
-    pairs.obs, pairs.next_obs = pairs.obs * scale + shift, pairs.next_obs * scale + shift
+    pairs.frames = pairs.frames * scale + shift
     return pairs
 
 

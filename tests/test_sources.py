@@ -9,6 +9,7 @@ import torch
 from helpers import trajectory
 from stable_baselines3 import DQN, PPO, SAC, TD3
 
+import rlhp.sources.agent as agent_module
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError, RunError
@@ -124,8 +125,13 @@ def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):
     (DQN, FIXED_HORIZON_CARTPOLE, {"learning_starts": 50, "train_freq": 4, "buffer_size": 300}),
     (SAC, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000}),
     (TD3, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000, "action_noise": GaussianActionNoise(0.1)}),
+    # a buffer relabelled in chunks of 7 rows (an image buffer's gigabytes are never converted at once)
+    (DQN, FIXED_HORIZON_CARTPOLE, {"learning_starts": 50, "train_freq": 4, "buffer_size": 300, "chunk_rows": 7}),
 ])
-def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_reward(algo, env_id, kwargs):
+def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_reward(algo, env_id, kwargs, monkeypatch):
+    if "chunk_rows" in kwargs:
+        kwargs = dict(kwargs)
+        monkeypatch.setattr(agent_module, "RELABEL_BYTES", kwargs.pop("chunk_rows") * 2 * 2 * 4 * 4)
     env = GymEnv(env_id, n_envs=2)
     net = RewardNet(*env.spaces(), hidden_sizes=[8], use_action=True, use_next_state=True, use_done=True,
                     normalize_input=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -51,7 +52,8 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
         else Counter()
     env_id = run.config().env.id if run.config_yaml.is_file() else "unknown env"
     skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
-    meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names)}
+    meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names),
+            "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1)}
     repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
     folder = run.path / "hub-labels" if repo else Path(dest)
     stage_for_hub(ds, folder, labels_card(meta, repo), None)

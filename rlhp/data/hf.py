@@ -20,6 +20,7 @@ import pyarrow as pa
 from datasets.fingerprint import generate_random_fingerprint
 
 from rlhp.data.arrow import from_ragged, to_ragged
+from rlhp.data.frames import stacks
 from rlhp.data.spaces import space_from_json, space_to_json
 from rlhp.data.trajectory import Nested, Trajectory
 
@@ -62,17 +63,23 @@ def trajectories_to_dataset(trajectories: list[Trajectory], observation_space: g
                             action_space: gym.Space | None = None, metadata: dict | None = None,
                             columns: dict[str, list | np.ndarray] | None = None) -> datasets.Dataset:
     """Columns obs, acts, rews, terminal, infos (JSON per episode) and any extra per-episode ``columns``
-    (e.g. rank); spaces and stats in the info."""
+    (e.g. rank); spaces, stats and the frame stack in the info. Stacked observations are stored as a
+    ``frames`` column instead of ``obs``: an episode's ``len + frame_stack`` frames, each once."""
     if not trajectories:
         raise ValueError("no trajectories to convert")
+    stack = {t.frame_stack for t in trajectories}
+    if len(stack) > 1:
+        raise ValueError(f"the trajectories stack different numbers of frames ({sorted(stack)})")
+    # Stacked observations as their frames, each once (k + len of them an episode): "frames", not "obs".
+    observations = "frames" if stack != {1} else "obs"
     table = pa.table({**{k: pa.array(np.asarray(v)) for k, v in (columns or {}).items()},
-        "obs": _encode([t.obs for t in trajectories]),
+        observations: _encode([t.frames for t in trajectories]),
         "acts": _encode([t.acts for t in trajectories]),
         "rews": to_ragged([t.rews for t in trajectories]),
         "terminal": pa.array([t.terminal for t in trajectories]),
         "infos": pa.array([json.dumps(t.infos, default=_jsonable) for t in trajectories]),
     })
-    meta: dict[str, Any] = {**(metadata or {}), "summary": summary(trajectories)}
+    meta: dict[str, Any] = {**(metadata or {}), "summary": summary(trajectories), "frame_stack": stack.pop()}
     for key, space in (("observation_space", observation_space), ("action_space", action_space)):
         if space is not None:
             meta[key] = space_to_json(space)
@@ -94,13 +101,15 @@ def dataset_to_trajectories(ds: datasets.Dataset, metadata: dict[str, Any] | Non
     meta = metadata or dataset_metadata(ds)
     spaces = {k: space_from_json(meta[k]) if k in meta else None for k in ("observation_space", "action_space")}
     table = ds.with_format("arrow")[:]
-    obs = _decode(table["obs"], spaces["observation_space"])
+    stack = meta.get("frame_stack", 1)
+    obs = [stacks(f, stack, axis=0) for f in from_ragged(table["frames"])] if stack > 1 \
+        else _decode(table["obs"], spaces["observation_space"])
     acts = _decode(table["acts"], spaces["action_space"])
     rews = from_ragged(table["rews"])
     infos = _decode_infos(table["infos"]) if "infos" in table.column_names else [[] for _ in range(len(table))]
     ranks = table["rank"].to_pylist() if "rank" in table.column_names else [None] * len(table)
     return [
-        Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i, episode=row, rank=rank)
+        Trajectory(obs=o, acts=a, rews=r, terminal=bool(t), infos=i, episode=row, rank=rank, frame_stack=stack)
         for row, (o, a, r, t, i, rank) in enumerate(zip(obs, acts, rews, table["terminal"].to_pylist(), infos, ranks))
     ]
 

@@ -98,7 +98,8 @@ def trajectories_card(meta: dict[str, Any]) -> DatasetCard:
               "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "round-*.parquet"}]}],
               "rlhp": meta}
     body = (f"# Trajectories: {meta.get('env_id', 'unknown env')}\n\nEpisodes that `rlhp-train` sampled to cut "
-            "fragments from, one Parquet file per round, one row per episode (obs, acts, rews, terminal, infos).\n")
+            "fragments from, one Parquet file per round, one row per episode (obs, acts, rews, terminal, infos; "
+            "stacked observations as `frames`, each frame once).\n")
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body)
 
 
@@ -120,7 +121,10 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
         "Columns: `label`, the probability that the **first** (left) fragment is better (1 left, 0 right, "
         "0.5 equal; the mean when several people answered; NaN and `skipped` for \"can't tell\"), "
         "`annotator` (comma-separated), `answered_at` (Unix seconds), `round`, `id` (the query), and each "
-        "fragment pair's `obs`, `acts`, `next_obs`, `dones`, `rews` (true rewards), `episode`, `start`.", "",
+        "fragment pair's `frames`, `acts`, `dones`, `rews` (true rewards), `episode`, `start`. A fragment of "
+        "n steps holds n + k frames, k the frame stack (`frame_stack` in the card's rlhp metadata, 1 without "
+        "stacking): step t's observation is frames t to t + k - 1, its next observation the same one frame on.",
+        "",
         "```python", "import datasets",
         f'ds = datasets.load_dataset("{repo_id or "<repo id>"}", split="train")', "```", "",
     ]
@@ -226,7 +230,7 @@ def open_trajectories(source: str | Path, key: str = "path") -> tuple[list[Traje
     """Trajectories and rlhp metadata from a save_to_disk folder, Parquet files or a Hub dataset repo id
     (rlhp's own layout, or imitation's huggingface_utils one); errors name the source and the problem."""
     ds, meta = _open(str(source), key)
-    missing = {"obs", "acts", "terminal"} - set(ds.column_names)
+    missing = {"obs" if "frames" not in ds.column_names else "frames", "acts", "terminal"} - set(ds.column_names)
     if missing:
         raise DataError(f"{str(source)!r} has no column(s) {sorted(missing)}: not a trajectory dataset")
     if "rews" not in ds.column_names:

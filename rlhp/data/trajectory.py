@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rlhp.data.frames import frames_of, shared, stacks
+
 Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
 
@@ -19,6 +21,8 @@ class Trajectory:
     ``rews`` are the environment's true rewards; ``terminal`` is True when the episode ended
     by termination rather than by a time limit or by being cut off. ``episode`` is its row in the
     dataset it was loaded from (-1 otherwise) and ``rank`` its quality rank there (0 = worst), if any.
+    With ``frame_stack`` > 1 each observation is a stack of that many consecutive frames (Atari), and ``obs``
+    is a read-only view over the episode's frames, each held once (``len + frame_stack`` of them).
     """
 
     obs: Nested
@@ -28,16 +32,28 @@ class Trajectory:
     infos: list[dict] = field(default_factory=list)
     episode: int = -1
     rank: float | None = None
+    frame_stack: int = 1
+
+    def __post_init__(self) -> None:
+        if self.frame_stack > 1:
+            self.obs = shared(self.obs, axis=0)
+
+    @property
+    def frames(self) -> np.ndarray:
+        """The frames under ``obs`` (``obs`` itself without stacking): what is stored."""
+        return frames_of(self.obs, axis=0) if self.frame_stack > 1 else self.obs
 
     def __len__(self) -> int:
         """Number of transitions."""
         return len(self.rews)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "infos": PackedInfos(self.infos)}
+        return {**self.__dict__, "obs": self.frames, "infos": PackedInfos(self.infos)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, infos=state["infos"].unpack())
+        k = state.get("frame_stack", 1)
+        self.__dict__.update(state, infos=state["infos"].unpack(),
+                             obs=stacks(state["obs"], k, axis=0) if k > 1 else state["obs"])
 
 
 class PackedInfos:
@@ -69,11 +85,13 @@ class TrajectoryRecorder:
     """Collects the steps of a vectorised env and emits each finished episode.
 
     Steps are stored as whole (n_envs, ...) batches, one append per step; an episode's rows
-    are gathered from those batches only when it ends.
+    are gathered from those batches only when it ends. With ``frame_stack`` > 1 (observations are stacks of
+    consecutive frames) a step keeps only its newest frame, and an episode's first stack keeps the rest.
     """
 
-    def __init__(self, n_envs: int) -> None:
+    def __init__(self, n_envs: int, frame_stack: int = 1) -> None:
         self.n_envs = n_envs
+        self.frame_stack = frame_stack
         self.finished: list[Trajectory] = []
         self.reset()
 
@@ -85,6 +103,8 @@ class TrajectoryRecorder:
         self._infos: list[list[dict]] = []
         self._start = np.zeros(self.n_envs, dtype=np.int64)
         self._offset = 0  # absolute index of the first stored step
+        self._heads: np.ndarray | None = None  # per env, the older frames of its episode's first stack
+        self._last: np.ndarray | None = None  # the previous step's observations, to check the stacks follow on
 
     def record(
         self,
@@ -96,11 +116,13 @@ class TrajectoryRecorder:
         next_obs: np.ndarray,
     ) -> list[Trajectory]:
         """Store one step of every env; return the episodes that ended with it."""
-        self._obs.append(obs)
+        now = self._offset + len(self._acts)
+        if self.frame_stack > 1:
+            self._keep_frames(obs, self._start == now)
+        self._obs.append(obs[:, -1].copy() if self.frame_stack > 1 else obs)
         self._acts.append(acts)
         self._rews.append(np.asarray(rews, dtype=np.float32))
         self._infos.append(infos)
-        now = self._offset + len(self._acts)
         ended = []
         done_envs = np.flatnonzero(dones)
         if len(done_envs):
@@ -110,18 +132,37 @@ class TrajectoryRecorder:
             rews_block = np.stack(self._rews[first:])
         for env in done_envs:
             lo = int(self._start[env] - self._offset)
+            seen = obs_block[lo - first:, env]
             ended.append(Trajectory(
-                obs=np.concatenate([obs_block[lo - first:, env], next_obs[env][None]]),
+                obs=self._episode_obs(env, seen, next_obs[env]),
                 acts=acts_block[lo - first:, env].copy(),
                 rews=rews_block[lo - first:, env].copy(),
                 terminal=not infos[env].get("TimeLimit.truncated", False),
                 infos=[_without_terminal_obs(step[env]) for step in self._infos[lo:]],
+                frame_stack=self.frame_stack,
             ))
-            self._start[env] = now
+            self._start[env] = now + 1
         if len(ended):
             self._trim()
         self.finished.extend(ended)
         return ended
+
+    def _keep_frames(self, obs: np.ndarray, fresh: np.ndarray) -> None:
+        """Keep the older frames of each first stack; check every other stack follows on from the last."""
+        if self._heads is None:
+            self._heads = np.empty_like(obs[:, :-1])
+        self._heads[fresh] = obs[fresh, :-1]
+        going = ~fresh
+        if self._last is not None and not np.array_equal(obs[going, :-1], self._last[going, 1:]):
+            raise ValueError(f"the env's observations are not stacks of {self.frame_stack} consecutive frames "
+                             "(a stack is the one before it, shifted by one new frame)")
+        self._last = obs
+
+    def _episode_obs(self, env: int, seen: np.ndarray, final: np.ndarray) -> np.ndarray:
+        """An ended episode's observations from its steps' stored rows and its final observation."""
+        if self.frame_stack == 1:
+            return np.concatenate([seen, final[None]])
+        return stacks(np.concatenate([self._heads[env], seen, final[-1:]]), self.frame_stack, axis=0)
 
     def _trim(self) -> None:
         drop = int(self._start.min() - self._offset)
@@ -138,6 +179,7 @@ class TrajectoryRecorder:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         infos = state["_infos"].unpack()
+        state = {"frame_stack": 1, "_heads": None, "_last": None, **state}  # a checkpoint from before frame stacks
         self.__dict__.update(state, **{k: list(state[k]) for k in ("_obs", "_acts", "_rews")},
                              _infos=[infos[i:i + state["n_envs"]] for i in range(0, len(infos), state["n_envs"])])
 

@@ -98,7 +98,7 @@ def _collect(cfg: DictConfig, launch: Launch, env: GymEnv, snapshots: list[Snaps
             venv.envs[0] = recorder = FrameRecorder(venv.envs[0], min(cfg.video.episodes, share))
         venv.action_space.seed(cfg.seed + rank)
         policy = mixed_policy(snap.policy(cfg.deterministic), venv.action_space, rng, random_prob=eps)
-        got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0,
+        got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0, frame_stack=env.frame_stack,
                       on_episode=lambda t: bar.update(1 if cfg.episodes else len(t)))
         venv.close()
         if record:

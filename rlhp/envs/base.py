@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
@@ -34,6 +34,9 @@ class GymEnv:
             process (SB3's SubprocVecEnv), which pays where a step costs more than the hand-off (Atari on
             many cores).
     """
+
+    frame_stack: ClassVar[int] = 1
+    """Observations are stacks of this many consecutive frames (1: they are not), stored as their frames."""
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = None,
                  kwargs: dict[str, Any] | None = None, vectorize: str = "dummy") -> None:

@@ -16,10 +16,14 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim, prepro
 from torch import nn
 
 from rlhp.data import Trajectory
+from rlhp.data.frames import as_tensor
 from rlhp.errors import ArgumentError
 from rlhp.preference_model import discount_weights, discounted_returns
 from rlhp.rewards.bodies import BatchedCNN, BatchedMLP
 from rlhp.rewards.norm import RunningNorm
+
+SCORE_CHUNK_BYTES = 2**28
+"""The most float input one scoring pass outside training builds: image observations are large."""
 
 
 class RewardInputs(NamedTuple):
@@ -213,6 +217,15 @@ class RewardNet(nn.Module):
         """Rewards of shape (members, *lead) for inputs with leading shape ``lead`` (see :meth:`score`)."""
         return self.score(self.encode(obs, acts, next_obs, dones), per_member)
 
+    @torch.no_grad()
+    def score_in_chunks(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor,
+                        dones: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` in passes over the first axis of at most :data:`SCORE_CHUNK_BYTES` of float input
+        each (an observation and the next per step); the same rewards, (members, *lead)."""
+        rows = max(1, SCORE_CHUNK_BYTES // (2 * 4 * self.input_dim * max(1, math.prod(dones.shape[1:]))))
+        return torch.cat([self.forward(*(x[lo:lo + rows] for x in (obs, acts, next_obs, dones)))
+                          for lo in range(0, len(dones), rows)], dim=1)
+
     reads_env_reward: ClassVar[bool] = False
 
     @torch.inference_mode()
@@ -234,14 +247,14 @@ class RewardNet(nn.Module):
 @torch.no_grad()
 def reward_correlation(reward_net: RewardNet, trajectories: list[Trajectory]) -> float | None:
     """Pearson correlation of the (member-mean) learned reward with the true reward per transition."""
-    obs = np.concatenate([t.obs[:-1] for t in trajectories])
-    next_obs = np.concatenate([t.obs[1:] for t in trajectories])
-    acts = np.concatenate([t.acts for t in trajectories])
-    dones = np.concatenate([np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
-                            for t in trajectories])
+    def learned_rewards(t: Trajectory) -> torch.Tensor:
+        dones = np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
+        # The trajectory's observations as views: stacked frames are never copied whole.
+        inputs = (as_tensor(a, reward_net.device) for a in (t.obs[:-1], t.acts, t.obs[1:], dones))
+        return reward_net.score_in_chunks(*inputs).mean(0)
+
     true = np.concatenate([t.rews for t in trajectories])
-    inputs = (torch.as_tensor(a, device=reward_net.device) for a in (obs, acts, next_obs, dones))
-    learned = reward_net(*inputs).mean(0).cpu().numpy()
+    learned = torch.cat([learned_rewards(t) for t in trajectories]).cpu().numpy()
     if true.std() == 0 or learned.std() == 0:
         return None
     return float(np.corrcoef(learned, true)[0, 1])

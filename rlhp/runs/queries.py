@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +98,7 @@ class Taken:
 def pair_to_blob(pairs: FragmentPairs, i: int) -> bytes:
     """Pair ``i`` of ``pairs`` as ``.npz`` bytes (readable with numpy alone)."""
     buf = io.BytesIO()
-    np.savez(buf, **{f.name: getattr(pairs, f.name)[i] for f in fields(FragmentPairs)})
+    np.savez(buf, frame_stack=pairs.frame_stack, **{k: v[i] for k, v in pairs.columns().items()})
     return buf.getvalue()
 
 
@@ -111,7 +111,9 @@ def pairs_from_blobs(blobs: list[bytes]) -> FragmentPairs:
     # call it at once ("AST constructor recursion depth mismatch").
     with _NPY_HEADERS:
         loaded = [dict(np.load(io.BytesIO(b))) for b in blobs]
-    return FragmentPairs(**{f.name: np.stack([d[f.name] for d in loaded]) for f in fields(FragmentPairs)})
+    names = [k for k in loaded[0] if k != "frame_stack"]  # blobs stored before frames: obs and next_obs
+    return FragmentPairs.from_columns({k: np.stack([d[k] for d in loaded]) for k in names},
+                                      int(loaded[0].get("frame_stack", 1)))
 
 
 class QueryStore:

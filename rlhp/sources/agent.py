@@ -23,6 +23,9 @@ from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
 from rlhp.sources.domains import check_buffer_memory, check_domains
 from rlhp.sources.reward_env import RewardVecEnvWrapper
 
+RELABEL_BYTES = 2**28
+"""The most float input (observations and next observations) one relabelling pass of a replay buffer builds."""
+
 
 class AgentTrainer(TrajectorySource, Agent):
     """Trains an SB3 agent on the learned reward and samples trajectories of its policy.
@@ -58,7 +61,7 @@ class AgentTrainer(TrajectorySource, Agent):
                               "not set; set both, or neither")
         horizon = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
         self.env, self.seed, self.short_until = env, seed, max_episode_steps_until
-        self.recorder = TrajectoryRecorder(env.n_envs)
+        self.recorder = TrajectoryRecorder(env.n_envs, env.frame_stack)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward, self.recorder)
         # The algorithm comes from the agent group; SB3 checks few of its values itself.
         check_domains(algorithm)
@@ -121,26 +124,33 @@ class AgentTrainer(TrajectorySource, Agent):
         self.short_until = None
 
     def _relabel(self) -> None:
-        """Relabel an off-policy agent's whole replay buffer with the current reward model, in one batched
-        pass, before every training phase (stale rewards there are the known failure of naive integrations;
-        so a checkpoint need not store them). On-policy agents keep no rewards between updates, and the
-        env's own reward is never stale."""
+        """Relabel an off-policy agent's whole replay buffer with the current reward model, in batched passes
+        of at most :data:`RELABEL_BYTES` of float inputs each (an image buffer is gigabytes), before every
+        training phase (stale rewards there are the known failure of naive integrations; so a checkpoint need
+        not store them). On-policy agents keep no rewards between updates, and the env's own reward is never
+        stale."""
         buffer = self._relabelled_buffer()
         if buffer is None:
             return
         n = buffer.buffer_size if buffer.full else buffer.pos
-        if n == 0:
-            return
-        next_obs = (buffer.observations[(np.arange(n) + 1) % buffer.buffer_size] if buffer.optimize_memory_usage
-                    else buffer.next_observations[:n])
-        terminated = (buffer.dones[:n] > 0) & ~(buffer.timeouts[:n] > 0)
-        lead = n * buffer.n_envs
+        per_row = 2 * buffer.n_envs * int(np.prod(buffer.obs_shape)) * 4  # an observation and the next, as floats
+        rows = max(1, RELABEL_BYTES // per_row)
+        for lo in range(0, n, rows):
+            self._relabel_rows(buffer, np.arange(lo, min(n, lo + rows)))
+
+    def _relabel_rows(self, buffer: ReplayBuffer, rows: np.ndarray) -> None:
+        """Relabel the buffer's ``rows`` (each a step of every env copy) in one batched pass."""
+        obs = buffer.observations[rows[0]:rows[-1] + 1]
+        next_obs = (buffer.observations[(rows + 1) % buffer.buffer_size] if buffer.optimize_memory_usage
+                    else buffer.next_observations[rows[0]:rows[-1] + 1])
+        terminated = (buffer.dones[rows] > 0) & ~(buffer.timeouts[rows] > 0)
+        lead = len(rows) * buffer.n_envs
         # SB3 stores actions as (..., action_dim); the reward net takes the env's own action shape.
-        acts = buffer.actions[:n].reshape(lead, *self.venv.action_space.shape)
-        rews = self.venv.reward.agent_reward(buffer.observations[:n].reshape(lead, *buffer.obs_shape), acts,
+        acts = buffer.actions[rows].reshape(lead, *self.venv.action_space.shape)
+        rews = self.venv.reward.agent_reward(obs.reshape(lead, *buffer.obs_shape), acts,
                                              next_obs.reshape(lead, *buffer.obs_shape), terminated.reshape(lead),
-                                             buffer.rewards[:n].reshape(lead), update_stats=False)
-        buffer.rewards[:n] = rews.reshape(n, buffer.n_envs)
+                                             buffer.rewards[rows].reshape(lead), update_stats=False)
+        buffer.rewards[rows] = rews.reshape(len(rows), buffer.n_envs)
 
     def derived_arrays(self) -> list[np.ndarray]:
         """The replay buffer's rewards, relabelled before every training phase (see :meth:`train`)."""
@@ -173,12 +183,12 @@ class AgentTrainer(TrajectorySource, Agent):
         self.recorder.finished = take(reversed(finished[:len(finished) - len(fresh)]), wanted)[::-1]
         from_training = sum(map(len, fresh))
         if wanted > from_training:
-            fresh += rollout(self.sample_venv, self.policy, wanted - from_training)
+            fresh += rollout(self.sample_venv, self.policy, wanted - from_training, frame_stack=self.env.frame_stack)
         explored: list[Trajectory] = []
         if explore:
             exploring = mixed_policy(self.policy, self.sample_venv.action_space, self.rng, self.random_prob,
                                      self.switch_prob)
-            explored = rollout(self.sample_venv, exploring, explore)
+            explored = rollout(self.sample_venv, exploring, explore, frame_stack=self.env.frame_stack)
         self._sampled = {"sampled_from_training_steps": from_training,
                          "sampled_rollout_steps": sum(map(len, fresh)) - from_training,
                          "sampled_exploration_steps": sum(map(len, explored)),
@@ -205,4 +215,4 @@ class AgentTrainer(TrajectorySource, Agent):
 
     def held_out(self, steps: int) -> list[Trajectory]:
         """Fresh episodes of the current policy, never trained on."""
-        return rollout(self.sample_venv, self.policy, steps)
+        return rollout(self.sample_venv, self.policy, steps, frame_stack=self.env.frame_stack)
