@@ -44,7 +44,7 @@ def episodes(steps: int, n_envs: int = 2) -> tuple[AtariEnv, list]:
     env = AtariEnv(**PONG, n_envs=n_envs)
     venv = env.make(seed=0)
     venv.action_space.seed(0)
-    return env, rollout(venv, random_policy(venv.action_space), steps)
+    return env, rollout(venv, random_policy(venv.action_space), steps, frame_stack=env.frame_stack)
 
 
 def gb(n: int) -> str:

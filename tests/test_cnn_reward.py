@@ -1,15 +1,22 @@
 """The CNN reward net: grouped convolutions are each member alone, members keep to their own rows, it learns
 a reward drawn in pixels, and bad shapes are refused by key."""
 
+import functools
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from stable_baselines3 import DQN
 
+import rlhp.sources.agent as agent_module
 from rlhp.data import FragmentPairs, PreferenceDataset
+from rlhp.envs import MinAtarEnv
 from rlhp.errors import ArgumentError
+from rlhp.extractors import SmallGridCNN
 from rlhp.rewards import CnnRewardNet
+from rlhp.sources import AgentTrainer
 from rlhp.training import RewardTrainer
 
 GRID = gym.spaces.Box(0, 1, (4, 10, 10), np.uint8)  # MinAtar-like: a channel per kind of object
@@ -123,3 +130,29 @@ def test_shapes_it_cannot_use_are_refused_by_key(space, convs, says):
     with pytest.raises(ArgumentError, match="convs") as err:
         CnnRewardNet(space, ACTIONS, convs=convs)
     assert says in str(err.value)
+
+
+def test_a_dqn_on_minatar_frames_has_its_image_replay_buffer_relabelled_in_chunks(monkeypatch):
+    pytest.importorskip("minatar")
+    env = MinAtarEnv("Breakout", n_envs=2)
+    net = CnnRewardNet(*env.spaces(), members=2, use_action=True)
+    per_row = 2 * env.n_envs * int(np.prod(env.observation_space.shape)) * 4
+    monkeypatch.setattr(agent_module, "RELABEL_BYTES", 3 * per_row)  # three buffer rows a pass
+    dqn = functools.partial(DQN, "CnnPolicy", device="cpu", learning_starts=50, train_freq=4, buffer_size=200,
+                            policy_kwargs={"features_extractor_class": SmallGridCNN, "normalize_images": False})
+    source = AgentTrainer(dqn, env, net, seed=0, rng=np.random.default_rng(0))
+    source.train(300)  # the buffer wraps around (150 steps of 2 copies)
+    buffer = source.algorithm.replay_buffer
+    assert buffer.full and buffer.observations.dtype == np.uint8  # an image buffer, frames as bytes
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p))  # a reward update
+    stale = buffer.rewards.copy()
+    source.train(0)  # relabels first
+    for i in range(0, buffer.buffer_size, 13):  # each transition scored alone, as the agent would now be paid
+        for copy in range(buffer.n_envs):
+            done = np.array([bool(buffer.dones[i, copy]) and not bool(buffer.timeouts[i, copy])])
+            want = net.agent_reward(buffer.observations[i, copy][None], buffer.actions[i, copy],
+                                    buffer.next_observations[i, copy][None], done, update_stats=False)[0]
+            assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-5)
+    assert not np.allclose(stale, buffer.rewards)
