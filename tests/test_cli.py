@@ -13,6 +13,7 @@ from helpers import imitation_dataset, run_cli, wandb_history
 from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset, save_trajectories
+from rlhp.data.frames import held_bytes
 from rlhp.data.hub import open_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.policies import random_policy
@@ -294,3 +295,9 @@ def test_a_game_learns_from_pixels_with_the_cnn_reward(train, game):
     assert "body.convs.0.weight" in saved["state_dict"]  # the CNN, not an MLP over flattened pixels
     episodes, _ = open_trajectories(run_dir / "trajectories")
     assert episodes[0].obs.dtype == np.uint8 and episodes[0].obs.ndim == 4  # frames kept as bytes
+    stack = 4 if "experiment=pong" in game else 1  # Atari's stacks are stored as their frames, each once
+    assert episodes[0].frame_stack == stack  # the episodes loaded share one buffer of their frames, each once
+    assert held_bytes(episodes[0].obs) == sum(t.frames.nbytes for t in episodes)
+    assert len(episodes[0].frames) == len(episodes[0]) + stack
+    prefs = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").pairs
+    assert prefs.frame_stack == stack and prefs.frames.shape[2] == prefs.dones.shape[-1] + stack
