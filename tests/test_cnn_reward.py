@@ -127,9 +127,40 @@ def test_atari_frames_get_the_papers_four_convolutions():
     (GRID, [[0, 3, 1]], "[1, 4096]"),
 ])
 def test_shapes_it_cannot_use_are_refused_by_key(space, convs, says):
-    with pytest.raises(ArgumentError, match="convs") as err:
+    with pytest.raises(ArgumentError) as err:
         CnnRewardNet(space, ACTIONS, convs=convs)
-    assert says in str(err.value)
+    assert err.value.argument == "convs" and says in err.value.problem
+
+
+@pytest.mark.parametrize(("option", "bad", "says"), [
+    ("dense", 0, "[1, 65536], got 0"), ("dense", 65_537, "[1, 65536], got 65537"),
+    ("dropout", 1.0, "[0, 1), got 1.0"), ("dropout", -0.1, "[0, 1), got -0.1"),
+    ("convs", [[16, 1, 4097]], "[1, 4096]"),
+])
+def test_bad_widths_and_rates_are_refused_by_key(option, bad, says):
+    with pytest.raises(ArgumentError) as err:
+        CnnRewardNet(GRID, ACTIONS, **{option: bad})
+    assert err.value.argument == option and says in err.value.problem
+
+
+def test_the_defaults_are_the_papers_and_every_option_reaches_the_net():
+    paper = CnnRewardNet(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), ACTIONS)
+    assert paper.body.dense.first_weight.shape[-1] == 64 and paper.input_norm is None and paper.std_coef == 0
+    assert paper.potential is None and paper.input_clip is None
+    assert any(isinstance(layer, torch.nn.BatchNorm2d) for layer in paper.body.convs)
+    assert [layer.p for layer in paper.body.convs if isinstance(layer, torch.nn.Dropout)] == [0.5] * 4
+    net = CnnRewardNet(GRID, ACTIONS, dense=1, dropout=0.0, batch_norm=False, shaping_gamma=0.9, input_clip=5.0,
+                       normalize_input=True, std_coef=0.5, convs=[[4096, 1, 1]])  # the bounds are allowed
+    assert [type(layer) for layer in net.body.convs] == [torch.nn.Conv2d, torch.nn.LeakyReLU]
+    assert net.body.dense.first_weight.shape[-1] == 1 and net.body.convs[0].out_channels == 4096
+    assert isinstance(net.potential.convs[0], torch.nn.Conv2d)  # shaping's potential is a CNN on the frames too
+    assert net.input_norm is not None and net.input_clip == 5.0 and net.std_coef == 0.5
+
+
+@pytest.mark.parametrize(("shape", "convs"), [((4, 43, 43), 4), ((4, 42, 84), 1), ((4, 84, 42), 1)])
+def test_auto_gives_the_atari_stack_from_43_pixels_on_the_narrower_side(shape, convs):
+    net = CnnRewardNet(gym.spaces.Box(0, 255, shape, np.uint8), ACTIONS)
+    assert sum(isinstance(layer, torch.nn.Conv2d) for layer in net.body.convs) == convs
 
 
 def test_a_dqn_on_minatar_frames_has_its_image_replay_buffer_relabelled_in_chunks(monkeypatch):

@@ -14,15 +14,15 @@ ATARI_CONVS = [[16, 7, 3], [16, 5, 2], [16, 3, 1], [16, 3, 1]]
 SMALL_CONVS = [[16, 3, 1]]
 """One 3x3 convolution for small frames such as MinAtar's 10x10 (as in MinAtar's own DQN)."""
 
-SMALL_FRAME = 36
-"""Frames narrower than this get :data:`SMALL_CONVS` under ``convs=auto`` (the Atari stack needs 36 pixels)."""
+SMALL_FRAME = 43
+"""Frames narrower than this get :data:`SMALL_CONVS` under ``convs=auto``: the Atari stack shrinks 43 pixels to one."""
 
 
 class CnnRewardNet(RewardNet):
     """:class:`RewardNet` whose members are CNNs over image observations (channels, height, width).
 
     Args:
-        convs: ``auto`` (the paper's Atari stack on frames of at least 36 pixels a side, else one 3x3
+        convs: ``auto`` (the paper's Atari stack on frames of at least 43 pixels a side, else one 3x3
             convolution) or a list of [filters, kernel, stride].
         dense: width of the dense layer after the convolutions.
         dropout: dropout after every convolution (the paper's 0.5 against an over-fitting predictor).
