@@ -121,7 +121,8 @@ def test_atari_frames_get_the_papers_four_convolutions():
 
 @pytest.mark.parametrize(("space", "convs", "says"), [
     (gym.spaces.Box(-1, 1, (4,), np.float32), "auto", "image observations"),
-    (GRID, [[16, 11, 1]], "shrink a 10x10 frame"),
+    (GRID, [[16, 11, 1]], "shrink a 10x10 frame to nothing; use smaller kernels or strides"),
+    (gym.spaces.Box(0, 1, (4, 10, 12), np.uint8), [[16, 11, 1]], "shrink a 10x12 frame"),
     (GRID, [[16, 3]], "[filters, kernel, stride]"),
     (GRID, [], "non-empty"),
     (GRID, [[0, 3, 1]], "[1, 4096]"),

@@ -25,6 +25,17 @@ def shifted(pairs, scale: float = 4.0, shift: float = 3.0):
     return pairs
 
 
+@pytest.mark.parametrize("hidden_sizes", [[], [64, 64]])
+def test_members_start_as_torch_linear_layers_do(hidden_sizes):
+    """Each layer's weights and biases uniform in +-1/sqrt(fan_in), per member (nn.Linear's default)."""
+    torch.manual_seed(0)
+    body = RewardNet(*spaces(obs_dim=30), members=40, hidden_sizes=hidden_sizes).body
+    for w, b in zip(body.weights, body.biases):
+        bound = 1 / np.sqrt(w.shape[1])
+        for p in (w, b):
+            assert p.abs().max() <= bound and p.min() < -0.9 * bound and p.max() > 0.9 * bound
+
+
 def test_ensemble_in_one_op_equals_each_member_alone():
     net = RewardNet(*spaces(), members=4, use_action=True, normalize_input=True)
     pairs = shifted(random_pairs(7, length=5))
@@ -53,10 +64,12 @@ def test_per_member_inputs_score_each_member_on_its_own_rows():
 @pytest.mark.parametrize("members", [1, 3])
 @pytest.mark.parametrize("discount_factor", [1.0, 0.9])
 @pytest.mark.parametrize("shaping_gamma", [None, 0.9])
+@pytest.mark.parametrize("length", [6, 2])  # 2 steps: the output bias counts twice, as any other scale
 def test_returns_and_their_gradients_equal_the_discounted_sum_of_per_step_rewards(members, discount_factor,
-                                                                                  shaping_gamma):
+                                                                                  shaping_gamma, length):
     net = RewardNet(*spaces(), members=members, shaping_gamma=shaping_gamma)
-    inputs = net.encode(*(t[torch.arange(3 * members).reshape(members, 3)] for t in random_pairs(9, 6).tensors()))
+    pairs = random_pairs(9, length)
+    inputs = net.encode(*(t[torch.arange(3 * members).reshape(members, 3)] for t in pairs.tensors()))
     returns = net.returns(inputs, discount_factor, per_member=True)
     grads = torch.autograd.grad(returns.square().sum(), list(net.parameters()))
     per_step = discounted_returns(net.score(inputs, per_member=True), discount_factor)

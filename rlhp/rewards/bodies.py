@@ -75,7 +75,7 @@ class BatchedCNN(nn.Module):
     """
 
     def __init__(self, members: int, in_dim: int, frame_shape: tuple[int, int, int], images: int,
-                 convs: list[list[int]], dense: int, dropout: float = 0.5, batch_norm: bool = True,
+                 convs: list[list[int]], dense: int, dropout: float, batch_norm: bool,
                  negative_slope: float = 0.01) -> None:
         super().__init__()
         channels, height, width = frame_shape
