@@ -151,7 +151,11 @@ def test_the_defaults_are_the_papers_and_every_option_reaches_the_net():
     assert any(isinstance(layer, torch.nn.BatchNorm2d) for layer in paper.body.convs)
     assert [layer.p for layer in paper.body.convs if isinstance(layer, torch.nn.Dropout)] == [0.5] * 4
     net = CnnRewardNet(GRID, ACTIONS, dense=1, dropout=0.0, batch_norm=False, shaping_gamma=0.9, input_clip=5.0,
-                       normalize_input=True, std_coef=0.5, convs=[[4096, 1, 1]])  # the bounds are allowed
+                       normalize_input=True, std_coef=0.5, convs=[[4096, 1, 1]],  # the bounds are allowed
+                       use_next_state=True)
+    assert net.body.image_shape[0] == 2 * GRID.shape[0]  # the observation and the next, channels side by side
+    obs = frames((3, 2, *GRID.shape))
+    assert torch.isfinite(net(obs, torch.zeros(3, 2, dtype=torch.long), obs, torch.zeros(3, 2))).all()
     assert [type(layer) for layer in net.body.convs] == [torch.nn.Conv2d, torch.nn.LeakyReLU]
     assert net.body.dense.first_weight.shape[-1] == 1 and net.body.convs[0].out_channels == 4096
     assert isinstance(net.potential.convs[0], torch.nn.Conv2d)  # shaping's potential is a CNN on the frames too

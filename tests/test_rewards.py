@@ -5,6 +5,7 @@ import torch
 from helpers import random_pairs, spaces
 
 from rlhp.data import PreferenceDataset
+from rlhp.errors import ArgumentError
 from rlhp.preference_model import discounted_returns
 from rlhp.rewards import RewardNet, RunningNorm
 from rlhp.training import RewardTrainer
@@ -131,9 +132,10 @@ def test_input_statistics_are_refitted_to_each_round_of_preferences():
         torch.testing.assert_close(net.input_norm.var[:3], torch.as_tensor(obs.var(0)), rtol=1e-3, atol=1e-4)
 
 
-def test_input_clip_makes_far_away_states_look_alike():
+@pytest.mark.parametrize("side", [1.0, -1.0])
+def test_input_clip_makes_far_away_states_look_alike(side):
     far, edge = (random_pairs(2, length=3) for _ in range(2))
-    far.obs[..., 0], edge.obs[..., 0] = 100.0, 5.0
+    far.obs[..., 0], edge.obs[..., 0] = 100.0 * side, 5.0 * side
     clipped = RewardNet(*spaces(), normalize_input=False, input_clip=5.0)
     torch.testing.assert_close(clipped(*far.tensors()), clipped(*edge.tensors()))
     unclipped = RewardNet(*spaces(), normalize_input=False, input_clip=None)
@@ -163,3 +165,36 @@ def test_discrete_and_image_observations_are_preprocessed_as_sb3_does():
     frames = torch.randint(0, 256, (2, 5, 6, 6, 3), dtype=torch.uint8)
     x, *_ = image._inputs(frames, torch.zeros(2, 5, dtype=torch.long), frames, torch.zeros(2, 5, dtype=torch.bool))
     torch.testing.assert_close(x, frames.reshape(10, -1).float() / 255)
+
+
+def test_the_defaults_are_the_documented_ones():
+    net = RewardNet(*spaces())
+    assert net.use == (True, True, False, False) and net.members == 1 and net.potential is None
+    assert net.input_norm is not None and net.input_clip == 5.0 and net.norm is not None and net.std_coef == 0.0
+
+
+@pytest.mark.parametrize(("options", "argument", "says"), [
+    ({"use_state": False, "use_action": False}, "use_state",
+     "and use_action, use_next_state, use_done are all false: the net sees nothing"),
+    ({"members": 0}, "members", "must lie in [1, 256], got 0"),
+    ({"members": 257}, "members", "must lie in [1, 256], got 257"),
+    ({"hidden_sizes": [8, 0]}, "hidden_sizes", "must be widths in [1, 65536], got [8, 0]"),
+    ({"hidden_sizes": [65_537]}, "hidden_sizes", "must be widths in [1, 65536], got [65537]"),
+])
+def test_bad_options_are_refused_by_key(options, argument, says):
+    with pytest.raises(ArgumentError) as err:
+        RewardNet(*spaces(), **options)
+    assert err.value.argument == argument and err.value.problem == says
+
+
+@pytest.mark.parametrize("options", [
+    {"use_state": False, "use_action": False, "use_next_state": True},  # one input is enough, whichever it is
+    {"use_state": False, "use_action": False, "use_done": True},
+    {"use_state": False, "shaping_gamma": 0.9},  # the potential reads states the reward itself does not
+    {"members": 256, "hidden_sizes": [1]},
+    {"hidden_sizes": [65_536]},
+])
+def test_options_at_their_bounds_build_a_net_that_scores(options):
+    net = RewardNet(*spaces(), **options)
+    rews = net(*random_pairs(2, length=3).tensors())
+    assert rews.shape == (options.get("members", 1), 2, 2, 3) and torch.isfinite(rews).all()
