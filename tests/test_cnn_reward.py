@@ -147,7 +147,10 @@ def test_bad_widths_and_rates_are_refused_by_key(option, bad, says):
 def test_the_defaults_are_the_papers_and_every_option_reaches_the_net():
     paper = CnnRewardNet(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), ACTIONS)
     assert paper.body.dense.first_weight.shape[-1] == 64 and paper.input_norm is None and paper.std_coef == 0
-    assert paper.potential is None and paper.input_clip is None
+    assert paper.potential is None and paper.input_clip is None and paper.norm is not None
+    assert CnnRewardNet(GRID, ACTIONS, normalize_output=False).norm is None
+    widest = CnnRewardNet(GRID, ACTIONS, dense=65_536, convs=[[1, 10, 1]])  # a 1x1 map keeps the widest dense small
+    assert widest.body.dense.first_weight.shape[-1] == 65_536
     assert any(isinstance(layer, torch.nn.BatchNorm2d) for layer in paper.body.convs)
     assert [layer.p for layer in paper.body.convs if isinstance(layer, torch.nn.Dropout)] == [0.5] * 4
     net = CnnRewardNet(GRID, ACTIONS, dense=1, dropout=0.0, batch_norm=False, shaping_gamma=0.9, input_clip=5.0,
