@@ -190,7 +190,7 @@ class RewardNet(nn.Module):
             rew = rew + self.shaping_gamma * next_phi * (1 - inputs.done.reshape(groups, -1)) - phi
         return rew.reshape(self.members, *(lead[1:] if per_member else lead))
 
-    def returns(self, inputs: RewardInputs, discount_factor: float = 1.0, per_member: bool = False) -> torch.Tensor:
+    def returns(self, inputs: RewardInputs, discount_factor: float, per_member: bool = False) -> torch.Tensor:
         """Discounted sums over the last leading axis (time) of :meth:`score`'s rewards: shape
         (members, *lead[:-1]), or (members, *lead[1:-1]) with ``per_member``.
 
