@@ -118,6 +118,14 @@ def test_running_norm_matches_whole_batch_statistics():
     torch.testing.assert_close(norm(x), (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-5))
 
 
+def test_running_norm_counts_past_float32s_exact_integers():
+    """An agent's reward is normalised over every env step: tens of millions, where float32 stops counting."""
+    norm = RunningNorm()
+    norm.count.fill_(2**24)
+    norm(torch.zeros(1), update=True)
+    assert norm.count.item() == 2**24 + 1
+
+
 def test_input_statistics_are_refitted_to_each_round_of_preferences():
     net = RewardNet(*spaces(), normalize_input=True)
     trainer = RewardTrainer(net, np.random.default_rng(0), epochs=1)
