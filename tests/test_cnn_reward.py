@@ -185,7 +185,7 @@ def test_a_dqn_on_minatar_frames_has_its_image_replay_buffer_relabelled_in_chunk
     assert buffer.full and buffer.observations.dtype == np.uint8  # an image buffer, frames as bytes
     with torch.no_grad():
         for p in net.parameters():
-            p.add_(torch.randn_like(p))  # a reward update
+            p.add_(0.1 * torch.randn_like(p))  # a reward update
     stale = buffer.rewards.copy()
     source.train(0)  # relabels first
     for i in range(0, buffer.buffer_size, 13):  # each transition scored alone, as the agent would now be paid
@@ -193,5 +193,6 @@ def test_a_dqn_on_minatar_frames_has_its_image_replay_buffer_relabelled_in_chunk
             done = np.array([bool(buffer.dones[i, copy]) and not bool(buffer.timeouts[i, copy])])
             want = net.agent_reward(buffer.observations[i, copy][None], buffer.actions[i, copy],
                                     buffer.next_observations[i, copy][None], done, update_stats=False)[0]
-            assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-5)
-    assert not np.allclose(stale, buffer.rewards)
+            # float32 convolutions of a batch and of one frame sum in different orders
+            assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-4, abs=1e-4)
+    assert not np.allclose(stale, buffer.rewards, rtol=1e-2)
