@@ -95,14 +95,14 @@ class PreferenceDataset:
         save_dataset(datasets.Dataset(table, info=info, fingerprint=secrets.token_hex(8)), path)
 
     @classmethod
-    def load(cls, path: str | Path, max_size: int | None = None, capacity: int = 0) -> PreferenceDataset:
+    def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:
         """Read a dataset written by :meth:`save` (the labelled pairs; skipped ones and annotations are left out)."""
         ds = datasets.load_from_disk(str(path))
         meta = json.loads(ds.info.description)
         if "dtypes" not in meta:  # saved before frames: the dtypes alone, and no frame stacks
             meta = {"dtypes": meta, "frame_stack": 1}
         table = ds.with_format("arrow")[:]
-        out = cls(max_size, capacity)
+        out = cls(max_size)
         columns = {k: from_fixed(table[k], dt) for k, dt in meta["dtypes"].items()}
         for key, fill in (("episode", -1), ("start", -1), ("quality", np.nan)):  # saved before provenance
             columns.setdefault(key, np.full(columns["dones"].shape[:2], fill))
