@@ -37,9 +37,8 @@ def is_stack_view(x: np.ndarray, axis: int) -> bool:
 def frames_of(x: np.ndarray, axis: int) -> np.ndarray:
     """The frames under consecutive stacks along ``axis``: the first stack whole, then each later stack's newest
     frame. Raises ValueError when neighbouring stacks do not share their frames."""
-    head = np.take(x, [0], axis=axis).squeeze(axis)
-    newest = np.take(np.take(x, range(1, x.shape[axis]), axis=axis), -1, axis=axis + 1)
-    frames = np.concatenate([head, newest], axis=axis)
+    lead = (slice(None),) * axis  # views, so only the frames are copied, never the stacks
+    frames = np.concatenate([x[(*lead, 0)], x[(*lead, slice(1, None), -1)]], axis=axis)
     if not is_stack_view(x, axis) and not np.array_equal(stacks(frames, x.shape[axis + 1], axis), x):
         raise ValueError("observations are not consecutive frame stacks (each stack the one before it, shifted "
                          "by one new frame)")
