@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import subprocess
 import threading
 import time
@@ -28,7 +29,7 @@ from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryError, QueryStore
 
 
-def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0) -> QueryStore:
+def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0, instructions: str = "") -> QueryStore:
     """``n`` queries with real fragment pairs (the clips are placeholder files), in a run folder."""
     run = RunFolder(run_dir)
     run.write_record(OmegaConf.create({"seed": 0}), [])  # rlhp-annotate serves only run folders
@@ -39,7 +40,7 @@ def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0) -> QueryStor
         for name in pair:
             (run.media_dir / name).write_bytes(b"clip")
     store = QueryStore(run.queries_db)
-    store.publish(ids, 0, names, random_pairs(n, 3), wanted)
+    store.publish(ids, 0, names, random_pairs(n, 3), wanted, instructions)
     return store
 
 
@@ -70,6 +71,39 @@ def test_next_answer_and_status(api):
     assert api.get("/").status_code == 200 and "Which clip" in api.get("/").text
     assert set(api.get("/openapi.json").json()["paths"]) == {"/api/next", "/api/answers", "/api/undo", "/api/status"}
     assert api.get("/docs").status_code == 200
+
+
+def test_a_query_carries_its_instructions_to_the_page_as_text_and_as_escaped_html(tmp_path):
+    publish(tmp_path, 2, instructions="Prefer the **backflip**. <script>alert(1)</script>")
+    store = QueryStore(RunFolder(tmp_path).queries_db)
+    store.publish(np.array([2]), 1, [("q2-left.mp4", "q2-right.mp4")], random_pairs(1, 3), 1, "")  # none
+    with TestClient(create_app(tmp_path, lease_s=60)) as client:
+        newest = lease(client)
+        assert newest["query_id"] == 2 and newest["instructions"] == newest["instructions_html"] == ""
+        query = lease(client)
+        assert query["instructions"] == "Prefer the **backflip**. <script>alert(1)</script>"
+        assert query["instructions_html"] == \
+            "<p>Prefer the <strong>backflip</strong>. &lt;script&gt;alert(1)&lt;/script&gt;</p>\n"
+        assert post(client, query["query_id"]).status_code == 200
+        undone = client.post("/api/undo", json={"annotator": "alice"}).json()
+        assert undone["query_id"] == query["query_id"] and undone["instructions"] == query["instructions"]
+    with sqlite3.connect(store.path) as db:  # the text is kept once, however many queries ask it
+        assert db.execute("SELECT count(*) FROM instructions").fetchone()[0] == 2
+    assert store.instructions(np.array([1, 2, 0])) == [query["instructions"], "", query["instructions"]]
+
+
+def test_a_store_from_before_instructions_opens_and_asks_none(tmp_path):
+    old = tmp_path / "queries.sqlite"
+    with sqlite3.connect(old) as db:  # the schema as it was, with one query
+        db.execute("CREATE TABLE queries (id INTEGER PRIMARY KEY, round INTEGER NOT NULL, left_clip TEXT NOT NULL, "
+                   "right_clip TEXT NOT NULL, wanted INTEGER NOT NULL, created REAL NOT NULL, state TEXT NOT NULL "
+                   "DEFAULT 'pending', taken_round INTEGER, pair BLOB NOT NULL)")
+        db.execute("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair) "
+                   "VALUES (0, 0, 'l.mp4', 'r.mp4', 1, 0, x'00')")
+    store = QueryStore(old)
+    assert store.lease_next("alice", 60).instructions == ""
+    store.publish(np.array([1]), 1, [("a.mp4", "b.mp4")], random_pairs(1, 3), 1, "Pick the faster one.")
+    assert store.instructions(np.array([0, 1])) == ["", "Pick the faster one."]
 
 
 @pytest.mark.parametrize("body, status, says", [
@@ -185,7 +219,7 @@ def test_an_answer_outside_the_choices_is_refused_naming_them(tmp_path):
 def test_a_store_makes_its_folder_and_refuses_queries_without_their_clips(tmp_path):
     store = QueryStore(tmp_path / "not" / "yet" / "queries.sqlite")
     with pytest.raises(ValueError):  # two ids, one pair of clips: nothing is published
-        store.publish(np.arange(2), 0, [("a.mp4", "b.mp4")], random_pairs(2, 3), 1)
+        store.publish(np.arange(2), 0, [("a.mp4", "b.mp4")], random_pairs(2, 3), 1, "")
     assert store.max_id() == -1
 
 
@@ -306,12 +340,17 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
         batch.push(random_pairs(len(labels), 3), labels, np.arange(len(labels)) + 10 * round_)
         batch.save(run.labels_dir / f"round_{round_:04d}", annotator=people, answered_at=np.ones(len(labels)),
                    skipped=np.isnan(labels))
+    store = QueryStore(run.queries_db)
+    store.publish(np.array([0, 1]), 0, [("a", "b"), ("c", "d")], random_pairs(2, 3), 1, "Prefer the *higher* jump.")
+    store.publish(np.array([10]), 1, [("e", "f")], random_pairs(1, 3), 1, "Prefer\nthe backflip.")
     where = export_labels(run.path, str(tmp_path / "out"))
-    ds = datasets.load_dataset(where, split="train")  # the card names the Parquet files
+    ds = datasets.load_dataset("parquet", data_files=f"{where}/data/*.parquet", split="train")
     assert ds["round"] == [0, 0, 1] and ds["annotator"] == ["alice", "alice,bob", "bob"]
     assert ds["skipped"] == [False, True, False] and ds["id"] == [0, 1, 10]
+    assert ds["instructions"] == ["Prefer the *higher* jump."] * 2 + ["Prefer\nthe backflip."]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "alice (2), bob (2)" in card and "| labelled pairs | 2 |" in card
+    assert "2 labels:\n\n> Prefer the *higher* jump.\n" in card and "1 label:\n\n> Prefer\n> the backflip.\n" in card
     api = RecordingApi()
     assert export_labels(run.path, "my-lab/cartpole-labels", api=api) == \
         "https://huggingface.co/datasets/my-lab/cartpole-labels"

@@ -19,6 +19,7 @@ from rlhp.feedback import HumanGatherer, WebQuerent
 from rlhp.runs import RunFolder
 
 CHROMIUM = "/usr/bin/chromium"
+INSTRUCTIONS = "Prefer the clip where the pole stays **upright**."
 SCREENSHOT = Path(__file__).parents[1] / "docs" / "img" / "labelling_page.png"
 
 
@@ -33,7 +34,7 @@ def served(tmp_path):
     """A run folder with four CartPole queries (real clips) and ``rlhp-annotate`` serving it."""
     assert shutil.which("chromium"), "make test installs Debian's chromium (apt-get install chromium)"
     RunFolder(tmp_path).write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])
-    querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path)
+    querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path, instructions=INSTRUCTIONS)
     pairs = random_pairs(4, length=20, obs_dim=4)
     pairs.frames *= 0.2  # near upright, so the pole is on screen
     querent(pairs, 0)
@@ -68,6 +69,9 @@ def test_the_page_plays_both_clips_takes_clicks_keys_and_undo_and_the_labels_rea
         page.wait_for_timeout(300)
         after = playing_times(page)
         assert all(b != a for b, a in zip(before, after, strict=True)), (before, after)  # both play
+        shown = page.locator("#instructions")
+        assert shown.is_visible() and shown.inner_text() == "Prefer the clip where the pole stays upright."
+        assert shown.locator("strong").inner_text() == "upright"
         if os.environ.get("RLHP_SCREENSHOT"):
             page.screenshot(path=str(SCREENSHOT))
         page.get_by_role("button", name="◀ Left").click()

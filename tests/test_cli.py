@@ -46,7 +46,7 @@ def test_default_run_writes_everything(train):
     # One Parquet file per round, and a card: plain `datasets` reads the folder.
     assert sorted(p.name for p in (run_dir / "trajectories").iterdir()) == [
         "README.md", "round-0000.parquet", "round-0001.parquet", "round-0002.parquet"]
-    trajs = datasets.load_dataset(str(run_dir / "trajectories"), split="train")
+    trajs = datasets.load_dataset("parquet", data_files=str(run_dir / "trajectories" / "*.parquet"), split="train")
     assert set(trajs.column_names) == {"obs", "acts", "rews", "terminal", "infos"}
     episodes, meta = open_trajectories(run_dir / "trajectories")
     assert len(episodes) == trajs.num_rows and all(len(t) == 500 and not t.terminal for t in episodes)

@@ -162,6 +162,9 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["gatherer=mixed", "gatherer@gatherer.teacher=human", "querent=ids"], "`querent` must publish"),
     (["gatherer=human", "gatherer.timeout_s=0"], "`gatherer.timeout_s` must be positive, got 0"),
     (["gatherer=human", "querent.labels_per_query=0"], "`querent.labels_per_query` must be at least 1, got 0"),
+    (["gatherer=human", "querent.instructions=/no/such/task.md"],
+     "`querent.instructions` names '/no/such/task.md', which is not a file"),
+    (["gatherer=human", "querent.instructions=[1]"], "`querent.instructions` must be a string, got [1]"),
     (["gatherer=human", "env=gym", "env.id=FrozenLake-v1"],
      "`env.id` FrozenLake-v1's observations neither give its whole state nor are images"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)

@@ -6,6 +6,7 @@ from helpers import random_pairs
 
 from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, SyntheticGatherer
+from rlhp.feedback.querent import MAX_INSTRUCTIONS, read_instructions
 
 
 def with_returns(r1: list[float], r2: list[float]):
@@ -176,3 +177,26 @@ def test_a_pair_whose_better_return_is_exactly_the_skip_margin_is_answered():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.5)
     labels = gathered(g, with_returns([4, 2, 1], [0, 0, 0]))[1]  # margin 0.5 x 4 = 2
     assert labels[:2].tolist() == [1.0, 1.0] and np.isnan(labels[2])
+
+
+def test_instructions_are_the_text_itself_or_the_file_it_names(tmp_path):
+    task = tmp_path / "Backflip.MD"
+    task.write_text("# Backflip\n\nPrefer the clip that **rotates backwards** more.\n", encoding="utf-8")
+    assert read_instructions(f"  {task}  ") == "# Backflip\n\nPrefer the clip that **rotates backwards** more."
+    assert read_instructions("Prefer the higher hop.") == "Prefer the higher hop."
+    text = f"See {task}\nfor the details.md"  # several lines: text, even if it ends like a file name
+    assert read_instructions(text) == text
+    assert read_instructions("") == ""
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(ArgumentError, match="cannot be read as UTF-8 text"):
+        read_instructions(str(tmp_path / "latin1.txt"))
+    (tmp_path / "folder.md").mkdir()
+    with pytest.raises(ArgumentError, match="which is not a file"):
+        read_instructions(str(tmp_path / "folder.md"))
+    with pytest.raises(ArgumentError, match="which is not a file"):
+        read_instructions(str(tmp_path / "notes.md"))
+    read_instructions("x" * MAX_INSTRUCTIONS)
+    with pytest.raises(ArgumentError, match=f"are {MAX_INSTRUCTIONS + 1:,} characters; at most"):
+        read_instructions("x" * (MAX_INSTRUCTIONS + 1))
+    with pytest.raises(ArgumentError, match="must be text or a file name, got 5"):
+        read_instructions(5)

@@ -50,7 +50,7 @@ def test_staged_repo_loads_with_plain_datasets_and_has_card_and_video(tmp_path):
     folder, ds = staged(tmp_path, trajs, gym.spaces.Box(-np.inf, np.inf, (1,), np.float32), gym.spaces.Discrete(2),
                         video=video, columns={"rank": [0, 1]})
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "data", "preview.mp4"]
-    plain = datasets.load_dataset(str(folder), split="train")
+    plain = datasets.load_dataset("parquet", data_files=str(folder / "data" / "*.parquet"), split="train")
     assert plain.num_rows == 2 and plain["rank"] == [0, 1] and len(plain[1]["obs"]) == 7
     card = DatasetCard.load(folder / "README.md")
     assert card.data.rlhp["summary"]["episodes"] == 2 and "reinforcement-learning" in card.data.task_categories

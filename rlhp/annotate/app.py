@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,6 +17,7 @@ from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from markdown_it import MarkdownIt
 from pydantic import BaseModel, Field
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
@@ -37,12 +39,21 @@ Choice = Literal["left", "right", "equal", "cant_tell"]
 
 
 class ClipPair(BaseModel):
-    """A query handed to an annotator: its clips' URLs and when the lease on it ends."""
+    """A query handed to an annotator: its clips' URLs, when the lease on it ends, and what to judge (the
+    run's instructions as given, Markdown, and as HTML; empty when it gave none)."""
 
     query_id: int
     left: str
     right: str
     lease_expires: float
+    instructions: str
+    instructions_html: str
+
+
+@lru_cache(maxsize=16)
+def to_html(markdown: str) -> str:
+    """Instructions as HTML: CommonMark with raw HTML escaped, so the text cannot script the page."""
+    return MarkdownIt("commonmark", {"html": False}).render(markdown)
 
 
 class NextQuery(BaseModel):
@@ -139,7 +150,8 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
 
     def clip_pair(query: StoredQuery) -> ClipPair:
         return ClipPair(query_id=query.id, left=f"media/{query.left_clip}", right=f"media/{query.right_clip}",
-                        lease_expires=query.lease_expires)
+                        lease_expires=query.lease_expires, instructions=query.instructions,
+                        instructions_html=to_html(query.instructions))
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

@@ -12,6 +12,7 @@ from huggingface_hub import HfApi
 from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
 from rlhp.errors import ConfigError, DataError
 from rlhp.runs import RunFolder
+from rlhp.runs.queries import QueryStore
 
 
 def labels_dataset(run: RunFolder) -> datasets.Dataset:
@@ -48,12 +49,15 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     check_export_dest(dest)
     run = RunFolder(run_dir)
     ds = labels_dataset(run)
+    asked = QueryStore(run.queries_db).instructions(ds["id"]) if run.queries_db.is_file() else [""] * len(ds)
+    ds = ds.add_column("instructions", asked)
     names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \
         else Counter()
     env_id = run.config().env.id if run.config_yaml.is_file() else "unknown env"
     skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
     meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names),
-            "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1)}
+            "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1),
+            "instructions": dict(Counter(asked))}
     repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
     folder = run.path / "hub-labels" if repo else Path(dest)
     stage_for_hub(ds, folder, labels_card(meta, repo), None)

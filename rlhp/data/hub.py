@@ -126,8 +126,16 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
         "stacking): step t's observation is frames t to t + k - 1, its next observation the same one frame on.",
         "",
         "```python", "import datasets",
-        f'ds = datasets.load_dataset("{repo_id or "<repo id>"}", split="train")', "```", "",
+        f'ds = datasets.load_dataset("{repo_id or "<repo id>"}", split="train")',
+        "# an exported folder (load_dataset(folder) may serve an earlier folder of the same name from its cache):",
+        'ds = datasets.load_dataset("parquet", data_files="<folder>/data/*.parquet", split="train")', "```", "",
+        "## What people were asked", "",
+        "Each label's `instructions` column holds the text shown above its clips.", "",
     ]
+    for text, count in meta.get("instructions", {}).items():
+        quoted = "\n".join(f"> {line}" for line in text.splitlines()) if text else \
+            "> (no instructions: the page asked \"Which clip does the task better?\")"
+        body += [f"{count} label{'s' if count != 1 else ''}:", "", quoted, ""]
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
 
 

@@ -14,6 +14,32 @@ from rlhp.feedback.clips import ClipRenderer
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryStore
 
+INSTRUCTION_FILES = (".md", ".markdown", ".txt")
+"""Endings that make ``instructions`` a file to read rather than the text itself."""
+MAX_INSTRUCTIONS = 20_000
+"""Most characters of instructions: a page of text is what a person reads before labelling."""
+
+
+def read_instructions(instructions: str) -> str:
+    """The instructions' text: ``instructions`` itself, or the file it names (one line ending in
+    :data:`INSTRUCTION_FILES`); refused, by key, when that file is missing, unreadable or too long."""
+    if not isinstance(instructions, str):
+        raise ArgumentError("instructions", f"must be text or a file name, got {instructions!r}")
+    text = instructions.strip()
+    if "\n" not in text and text.lower().endswith(INSTRUCTION_FILES):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ArgumentError("instructions", f"names {text!r}, which is not a file (give the text itself or "
+                                "the path of a .md or .txt file)")
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as err:
+            raise ArgumentError("instructions", f"{text!r} cannot be read as UTF-8 text: {err}") from None
+    if len(text) > MAX_INSTRUCTIONS:
+        raise ArgumentError("instructions", f"are {len(text):,} characters; at most {MAX_INSTRUCTIONS:,}, a page a "
+                            "person reads before labelling")
+    return text
+
 
 class Querent:
     """Gives each query a run-unique integer id (and publishes it, in subclasses that show people)."""
@@ -41,13 +67,17 @@ class WebQuerent(Querent):
         labels_per_query: different people asked for each query; their labels are averaged.
         width: clip width in pixels.
         fps: clip frames per second (None: the env's own).
+        instructions: what people are asked to judge, shown above the clips and kept with each label: Markdown
+            text, or the path of a ``.md`` or ``.txt`` file that holds it (read now, so the run keeps the text).
+            Empty: the page asks which clip does the task better.
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
-                 fps: float | None = None) -> None:
+                 fps: float | None = None, instructions: str = "") -> None:
         super().__init__()
+        self.instructions = read_instructions(instructions)
         if labels_per_query < 1:
             raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
         if width < 16 or width % 2:
@@ -64,7 +94,7 @@ class WebQuerent(Querent):
         ids = super().__call__(pairs, round_)
         names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
         self.renderer.write(pairs, names, self.run.media_dir)
-        self.store.publish(ids, round_, names, pairs, self.labels_per_query)
+        self.store.publish(ids, round_, names, pairs, self.labels_per_query, self.instructions)
         return ids
 
     def __getstate__(self) -> dict[str, Any]:

@@ -40,7 +40,12 @@ CREATE TABLE IF NOT EXISTS queries (
     created REAL NOT NULL,
     state TEXT NOT NULL DEFAULT 'pending',
     taken_round INTEGER,
-    pair BLOB NOT NULL
+    pair BLOB NOT NULL,
+    instructions INTEGER REFERENCES instructions (id)
+);
+CREATE TABLE IF NOT EXISTS instructions (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL UNIQUE
 );
 CREATE INDEX IF NOT EXISTS queries_state ON queries (state, id);
 CREATE TABLE IF NOT EXISTS leases (
@@ -61,6 +66,10 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
+_INSTRUCTIONS = "coalesce((SELECT text FROM instructions i WHERE i.id = q.instructions), '')"
+"""A query's instructions in SQL (``q`` the query): empty for a query published before there were any."""
+
+
 class QueryError(RlhpError):
     """An annotation request that the store's state refuses (the server answers it with a 4xx)."""
 
@@ -76,12 +85,14 @@ class UnknownQuery(QueryError):
 
 @dataclass(frozen=True)
 class Query:
-    """One query as a person sees it: its id and the file names of its two clips under ``media/``."""
+    """One query as a person sees it: its id, the file names of its two clips under ``media/``, when its lease
+    ends and what people were asked to judge (empty: nothing beyond "which does the task better?")."""
 
     id: int
     left_clip: str
     right_clip: str
     lease_expires: float
+    instructions: str
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,9 @@ class QueryStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
+            db.executescript(_SCHEMA.split(";", 1)[0])  # the queries table first: a store may predate a column
+            if "instructions" not in {row[1] for row in db.execute("PRAGMA table_info(queries)")}:
+                db.execute("ALTER TABLE queries ADD COLUMN instructions INTEGER REFERENCES instructions (id)")
             db.executescript(_SCHEMA)
 
     def __repr__(self) -> str:
@@ -154,14 +168,17 @@ class QueryStore:
     # The trainer's side.
 
     def publish(self, ids: np.ndarray, round_: int, clips: list[tuple[str, str]], pairs: FragmentPairs,
-                wanted: int) -> None:
-        """Add queries (their clips are already written under ``media/``)."""
+                wanted: int, instructions: str) -> None:
+        """Add queries (their clips are already written under ``media/``), each asking people ``instructions``
+        (kept once however many queries share them)."""
         now = time.time()
-        rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i))
-                for i, (q, (left, right)) in enumerate(zip(ids, clips, strict=True))]
         with self._transaction() as db:
-            db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
+            told = db.execute("SELECT id FROM instructions WHERE text = ?", (instructions,)).fetchone()[0]
+            rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i), told)
+                    for i, (q, (left, right)) in enumerate(zip(ids, clips, strict=True))]
+            db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair, "
+                           "instructions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def max_id(self) -> int:
         """The largest query id, -1 when there is none."""
@@ -236,7 +253,7 @@ class QueryStore:
         with self._transaction() as db:
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
-                "SELECT id, left_clip, right_clip FROM queries q WHERE state = 'pending' "
+                f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
                 "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = ?1) "
                 "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = ?1 "
                 "AND l.expires > ?2) "
@@ -246,7 +263,7 @@ class QueryStore:
             if row is None:
                 return None
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
-        return Query(row[0], row[1], row[2], now + lease_s)
+        return Query(row[0], row[1], row[2], now + lease_s, row[3])
 
     def answer(self, query_id: int, annotator: str, choice: str) -> int:
         """Record an answer to a query leased to this annotator; return how many answers they have given."""
@@ -276,19 +293,19 @@ class QueryStore:
         """Withdraw this annotator's last answer and lease its query to them again."""
         now = time.time()
         with self._transaction() as db:
-            row = db.execute("SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip FROM answers a JOIN queries q "
-                             "ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq DESC LIMIT 1",
+            row = db.execute(f"SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip, {_INSTRUCTIONS} FROM answers a "
+                             "JOIN queries q ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq DESC LIMIT 1",
                              (annotator,)).fetchone()
             if row is None:
                 raise QueryError(f"{annotator!r} has no answer to undo")
-            seq, query_id, state, left, right = row
+            seq, query_id, state, left, right, instructions = row
             if state not in ("pending", "answered"):
                 raise QueryError(f"query {query_id} is {state}: its label is already "
                                  f"{'in training' if state == 'taken' else 'dropped'} and cannot be undone")
             db.execute("DELETE FROM answers WHERE seq = ?", (seq,))
             db.execute("UPDATE queries SET state = 'pending' WHERE id = ?", (query_id,))
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (query_id, annotator, now + lease_s))
-        return Query(query_id, left, right, now + lease_s)
+        return Query(query_id, left, right, now + lease_s, instructions)
 
     def status(self) -> dict:
         """Queries by state, answers per annotator, and agreement where a query has several labels."""
@@ -308,6 +325,13 @@ class QueryStore:
             "multi_labelled": multi[0],
             "agreement": multi[1] / multi[0] if multi[0] else None,
         }
+
+    def instructions(self, ids: np.ndarray) -> list[str]:
+        """What people were asked when they answered queries ``ids``, in that order."""
+        with self._connect() as db:
+            found = dict(db.execute(f"SELECT id, {_INSTRUCTIONS} FROM queries q WHERE id IN "
+                                    f"({','.join('?' * len(ids))})", [int(i) for i in ids]).fetchall())
+        return [found.get(int(i), "") for i in ids]
 
     def answers(self) -> list[tuple[int, str, str, float | None, float]]:
         """Every answer, oldest first: (query id, annotator, choice, label, time)."""

@@ -68,12 +68,23 @@ function show(next, since) {
     return;
   }
   $("message").textContent = "";
+  showInstructions(next.query);
   $("left").append(next.left);
   $("right").append(next.right);
   const playing = (v) => new Promise((ok) => v.addEventListener("playing", ok, { once: true }));
   const both = Promise.all([playing(next.left), playing(next.right)]);
   next.ready.then(() => restart(next.left, next.right));
   if (since !== undefined) both.then(() => rlhp.timings.push(performance.now() - since));
+}
+
+// The run's instructions, when it gave any: the server renders them (raw HTML escaped).
+function showInstructions(query) {
+  const box = $("instructions");
+  if (box.dataset.text !== query.instructions) {
+    box.innerHTML = query.instructions_html;
+    box.dataset.text = query.instructions;
+  }
+  box.hidden = !query.instructions;
 }
 
 function setButtons(enabled) {
