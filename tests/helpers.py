@@ -57,6 +57,7 @@ OPTION_NEEDS = {
     ("agent", "sac"): ["env=gym", "env.id=Pendulum-v1"],  # continuous actions
     ("agent", "td3"): ["env=gym", "env.id=Pendulum-v1"],
     ("reward_net", "cnn"): ["env=minatar"],  # image observations
+    ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
 }
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
 

@@ -63,9 +63,11 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     assert loop.source.agent.trains == (option != "dataset")  # demos train an agent on the learned reward
     built = {"trajectories": loop.source, "fragmenter": loop.fragmenter, "querent": loop.querent,
              "gatherer": loop.gatherer, "reward_trainer": loop.reward_trainer, "reward_net": loop.reward_trainer.net,
-             "logger": build(cfg.logger) if group == "logger" else None}
+             "logger": build(cfg.logger) if group == "logger" else None,
+             "task": loop.source.env.task if group == "task" else None}
     if built.get(group) is not None:
-        assert type(built[group]).__name__ == cfg[group]._target_.rsplit(".", 1)[-1]
+        node = cfg.env.task if group == "task" else cfg[group]  # the task's keys sit in the env's
+        assert type(built[group]).__name__ == node._target_.rsplit(".", 1)[-1]
     if group == "agent":
         assert type(loop.source.agent.algorithm).__name__ == cfg.agent._target_.rsplit(".", 1)[-1]
     if group == "query_schedule":

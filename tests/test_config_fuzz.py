@@ -75,6 +75,14 @@ def leaves(node: DictConfig, prefix: str) -> list[str]:
     return keys
 
 
+def package(group: str, option: str) -> str:
+    """Where an option's keys sit in the composed config: its group, unless its file names a package other
+    than the root (an option of the root, e.g. an expert, still keeps its own keys under its group's name)."""
+    first = (CONF / group / f"{option}.yaml").read_text().splitlines()[0]
+    named = first.removeprefix("# @package ").strip() if first.startswith("# @package ") else "_global_"
+    return group if named == "_global_" else named
+
+
 def cases() -> list[tuple[str, tuple[str, ...], str]]:
     """(command, the overrides that pick an option, full key) for every key of every option."""
     found = []
@@ -91,7 +99,8 @@ def cases() -> list[tuple[str, tuple[str, ...], str]]:
             pick = f"{group}=[{option}]" if group == "callbacks" else f"{group}={option}"
             overrides = (pick, *NEEDS.get((group, option), []))
             cfg = composed(command, ["debug=fast", *overrides] if command == "train" else list(overrides))
-            found += [(command, overrides, key) for key in leaves(cfg[group], group)]
+            where = package(group, option)
+            found += [(command, overrides, key) for key in leaves(OmegaConf.select(cfg, where), where)]
     return found
 
 

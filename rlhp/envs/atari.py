@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from rlhp.envs.base import ENV_REWARD
 from rlhp.envs.games import GameEnv
+from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
 
@@ -32,7 +34,7 @@ class AtariEnv(GameEnv):
     """How many of the newest frames one observation stacks."""
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = 4000,
-                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy",
+                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD,
                  continue_after_game_over: bool = True, noop_max: int = 30, frame_skip: int = 4,
                  screen_size: int = 84) -> None:
         for name, value, low in (("noop_max", noop_max, 0), ("frame_skip", frame_skip, 1),
@@ -40,7 +42,7 @@ class AtariEnv(GameEnv):
             if not low <= value <= 1024:
                 raise ArgumentError(name, f"must lie in [{low}, 1024], got {value}")
         self.noop_max, self.frame_skip, self.screen_size = noop_max, frame_skip, screen_size
-        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, continue_after_game_over)
+        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, task, continue_after_game_over)
 
     def register(self) -> None:
         """Have ale-py register its games."""

@@ -9,6 +9,7 @@ import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
 MAX_ENVS = 4096
@@ -17,6 +18,9 @@ MAX_ENVS = 4096
 VECTORIZE = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 """How env copies step: one after another in this process, or each in a subprocess of its own."""
 
+
+ENV_REWARD = Task()
+"""The default task: the env's own reward."""
 
 REFUSALS = (TypeError, ValueError, gym.error.Error)
 """What ``gymnasium.make`` and the envs it makes raise for keyword arguments they refuse."""
@@ -33,13 +37,15 @@ class GymEnv:
         vectorize: ``dummy`` steps the copies one after another in this process; ``subproc`` gives each a
             process (SB3's SubprocVecEnv), which pays where a step costs more than the hand-off (Atari on
             many cores).
+        task: what the true reward is (:mod:`rlhp.envs.tasks`): the env's own, or a behaviour's that
+            replaces it in every copy (the ``task`` config group).
     """
 
     frame_stack: ClassVar[int] = 1
     """Observations are stacks of this many consecutive frames (1: they are not), stored as their frames."""
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = None,
-                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy") -> None:
+                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD) -> None:
         if not isinstance(id, str) or not id:
             raise ArgumentError("id", "is required, e.g. `env=gym env.id=Pendulum-v1`")
         if not 1 <= n_envs <= MAX_ENVS:
@@ -58,12 +64,15 @@ class GymEnv:
         self.max_episode_steps = max_episode_steps
         self.kwargs = dict(kwargs or {})
         self.vectorize = vectorize
+        self.task = task
         self.observation_space, self.action_space = self._probe()
 
     def _probe(self) -> tuple[gym.Space, gym.Space]:
         """The spaces of a copy made and closed here, so that options the env refuses are named now, by key."""
         try:
             probe = self.make_single()
+        except ArgumentError:  # a rule of this option or of its task, already named by key
+            raise
         except REFUSALS as err:
             for key, value in self.kwargs.items():  # which one: the env's own message seldom says
                 try:
@@ -93,7 +102,7 @@ class GymEnv:
         ``max_episode_steps`` (there or in the config) sets the time limit."""
         self.register()  # also in a subprocess that builds its copy (vectorize=subproc)
         kwargs = {**self.kwargs, **overrides}
-        return self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps))
+        return self.task.wrap(self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps)))
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The id's own env with ``kwargs``, its time limit replaced when ``max_episode_steps`` is set."""

@@ -14,7 +14,8 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from rlhp.envs.base import GymEnv
+from rlhp.envs.base import ENV_REWARD, GymEnv
+from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
 
@@ -42,13 +43,13 @@ class GameEnv(GymEnv):
     """
 
     def __init__(self, id: str, n_envs: int = 8, max_episode_steps: int | None = 1000,
-                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy",
+                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD,
                  continue_after_game_over: bool = True) -> None:
         if continue_after_game_over and max_episode_steps is None:
             raise ArgumentError("max_episode_steps", "is the fixed horizon of a game that continues after game "
                                 "over, so it must be set (or set continue_after_game_over=false)")
         self.continue_after_game_over = continue_after_game_over
-        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize)
+        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, task)
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The game, preprocessed, continued after game over and cut at the horizon, then stacked."""

@@ -69,7 +69,8 @@ class WebQuerent(Querent):
         fps: clip frames per second (None: the env's own).
         instructions: what people are asked to judge, shown above the clips and kept with each label: Markdown
             text, or the path of a ``.md`` or ``.txt`` file that holds it (read now, so the run keeps the text).
-            Empty: the page asks which clip does the task better.
+            Empty: the task's own (``env.task``: a backflip says what a backflip is), else the page asks which
+            clip does the task better.
     """
 
     publishes = True
@@ -77,7 +78,7 @@ class WebQuerent(Querent):
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "") -> None:
         super().__init__()
-        self.instructions = read_instructions(instructions)
+        self.instructions = read_instructions(instructions) or env.task.instructions
         if labels_per_query < 1:
             raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
         if width < 16 or width % 2:
