@@ -51,14 +51,17 @@ def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generato
     observation_space, action_space = env.spaces()
     reward_net = build(cfg.reward_net, observation_space=observation_space,
                        action_space=action_space).to(resolve_device(cfg.device))
+    context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
+    if run_dir is not None:
+        context["run_dir"] = run_dir
+    querent = build(cfg.querent, **context)
+    if querent.needs_physics:  # before the source makes its env copies
+        env.record_physics()
     source = _source(cfg, env, rng, reward_net)
     if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "
                           f"({type(source).__name__}) trains no agent to return a true return; use reward_correlation")
-    context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
-    if run_dir is not None:
-        context["run_dir"] = run_dir
-    fragmenter, querent, gatherer = (build(cfg[key], **context) for key in ("fragmenter", "querent", "gatherer"))
+    fragmenter, gatherer = (build(cfg[key], **context) for key in ("fragmenter", "gatherer"))
     if gatherer.reads_published_queries and not querent.publishes:
         # People see only what a publishing querent shows them; any other would leave them nothing to label.
         raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "

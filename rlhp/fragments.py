@@ -83,6 +83,9 @@ class RandomFragmenter:
         frame_idx = (act_off + stack * np.arange(len(trajs)))[which, None] + starts[:, None] \
             + np.arange(fragment_length + stack)
         all_frames = np.concatenate([t.frames for t in trajs])
+        # Physics states: one per observation, len + 1 a trajectory.
+        state_idx = (act_off + np.arange(len(trajs)))[which, None] + starts[:, None] + np.arange(fragment_length + 1)
+        all_states = np.concatenate([t.physics for t in trajs])
         terminal = np.array([t.terminal for t in trajs])[which, None]
         shape = (num_pairs, 2, fragment_length)
         return FragmentPairs(
@@ -94,6 +97,7 @@ class RandomFragmenter:
             start=starts.reshape(num_pairs, 2),
             quality=quality.reshape(num_pairs, 2),
             frame_stack=stack,
+            states=all_states[state_idx].reshape(num_pairs, 2, fragment_length + 1, all_states.shape[-1]),
         )
 
     def _snippet_rule(self, starts: np.ndarray, quality: np.ndarray, last_start: np.ndarray) -> np.ndarray:

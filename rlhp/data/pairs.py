@@ -22,6 +22,8 @@ class FragmentPairs:
     where unknown); ``dones`` marks the last step of a terminal trajectory. Provenance: ``episode`` is the
     fragment's episode (its dataset row, -1 when it has none), ``start`` its first step there, ``quality``
     the episode's rank when its dataset ranks episodes, else its true return (what a ranking teacher compares).
+    ``states`` are the physics states behind each observation, (pairs, 2, length + 1, state size), where the
+    env recorded them for drawing clips (:mod:`rlhp.envs.physics`); else their size is 0, and they are no column.
     """
 
     frames: np.ndarray
@@ -32,8 +34,11 @@ class FragmentPairs:
     start: np.ndarray
     quality: np.ndarray
     frame_stack: int = 1
+    states: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.states is None:  # none recorded
+            self.states = np.zeros((*self.dones.shape[:2], self.dones.shape[-1] + 1, 0))
         if self.frames.ndim < 3 or self.frames.shape[2] != self.dones.shape[-1] + self.frame_stack:
             raise ValueError(f"frames must have shape (pairs, 2, length + frame_stack, ...) = "
                              f"({len(self.dones)}, 2, {self.dones.shape[-1] + self.frame_stack}, ...), "
@@ -57,8 +62,10 @@ class FragmentPairs:
         return len(self.dones)
 
     def columns(self) -> dict[str, np.ndarray]:
-        """The arrays that hold the pairs, one row per pair (``frame_stack`` aside)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "frame_stack"}
+        """The arrays that hold the pairs, one row per pair (``frame_stack`` aside, and ``states`` when none were
+        recorded)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "frame_stack" and (f.name != "states" or self.states.shape[-1])}
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, np.ndarray], frame_stack: int = 1) -> FragmentPairs:

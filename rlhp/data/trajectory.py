@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rlhp.data.frames import frames_of, shared, stacks
+from rlhp.envs.physics import FINAL_STATE, STATE
 
 Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
@@ -23,6 +24,9 @@ class Trajectory:
     dataset it was loaded from (-1 otherwise) and ``rank`` its quality rank there (0 = worst), if any.
     With ``frame_stack`` > 1 each observation is a stack of that many consecutive frames (Atari), and ``obs``
     is a read-only view over the episode's frames, each held once (``len + frame_stack`` of them).
+    ``physics`` holds, where the env recorded them (:mod:`rlhp.envs.physics`), the physics state behind each
+    observation, (len + 1, state size); else it is (len + 1, 0). It is for drawing clips, and is not saved
+    in datasets.
     """
 
     obs: Nested
@@ -33,8 +37,11 @@ class Trajectory:
     episode: int = -1
     rank: float | None = None
     frame_stack: int = 1
+    physics: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.physics is None:  # none recorded: no columns, one row per observation all the same
+            self.physics = np.zeros((len(self.rews) + 1, 0))
         if self.frame_stack > 1:
             self.obs = shared(self.obs, axis=0)
 
@@ -52,6 +59,7 @@ class Trajectory:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         k = state.get("frame_stack", 1)
+        state = {"physics": np.zeros((len(state["rews"]) + 1, 0)), **state}  # pickled before physics states
         self.__dict__.update(state, infos=state["infos"].unpack(),
                              obs=stacks(state["obs"], k, axis=0) if k > 1 else state["obs"])
 
@@ -138,8 +146,9 @@ class TrajectoryRecorder:
                 acts=acts_block[lo - first:, env].copy(),
                 rews=rews_block[lo - first:, env].copy(),
                 terminal=not infos[env].get("TimeLimit.truncated", False),
-                infos=[_without_terminal_obs(step[env]) for step in self._infos[lo:]],
+                infos=[_without_copies(step[env]) for step in self._infos[lo:]],
                 frame_stack=self.frame_stack,
+                physics=_physics(self._infos[lo:], env),
             ))
             self._start[env] = now + 1
         if len(ended):
@@ -189,9 +198,20 @@ class TrajectoryRecorder:
         return out
 
 
-def _without_terminal_obs(info: dict) -> dict:
-    """The step's info minus the VecEnv's copy of the final observation (it is in ``obs``)."""
-    return {k: v for k, v in info.items() if k != "terminal_observation"} if "terminal_observation" in info else info
+_HELD_ELSEWHERE = frozenset({"terminal_observation", STATE, FINAL_STATE})
+"""Info keys whose values a trajectory holds in its own arrays (the final observation, physics states)."""
+
+
+def _without_copies(info: dict) -> dict:
+    """The step's info minus what the trajectory holds elsewhere."""
+    return {k: v for k, v in info.items() if k not in _HELD_ELSEWHERE} if _HELD_ELSEWHERE & info.keys() else info
+
+
+def _physics(steps: list[list[dict]], env: int) -> np.ndarray | None:
+    """An ended episode's physics states from its steps' infos, None when the env recorded none."""
+    if STATE not in steps[0][env]:
+        return None
+    return np.stack([step[env][STATE] for step in steps] + [steps[-1][env][FINAL_STATE]])
 
 
 def digest(trajectories: list[Trajectory]) -> str:

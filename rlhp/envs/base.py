@@ -9,6 +9,7 @@ import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from rlhp.envs.physics import PhysicsRecorder
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
@@ -65,6 +66,7 @@ class GymEnv:
         self.kwargs = dict(kwargs or {})
         self.vectorize = vectorize
         self.task = task
+        self.physics = False
         self.observation_space, self.action_space = self._probe()
 
     def _probe(self) -> tuple[gym.Space, gym.Space]:
@@ -82,6 +84,10 @@ class GymEnv:
             raise ArgumentError("kwargs", f"are refused by {self.id}: {err}") from None
         probe.close()
         return probe.observation_space, probe.action_space
+
+    def record_physics(self) -> None:
+        """From now on, copies record the physics state of every step (for clips of MuJoCo envs, drawn later)."""
+        self.physics = True
 
     def register(self) -> None:
         """Have the package that owns this option's ids register them in this process (here gymnasium's own)."""
@@ -102,7 +108,8 @@ class GymEnv:
         ``max_episode_steps`` (there or in the config) sets the time limit."""
         self.register()  # also in a subprocess that builds its copy (vectorize=subproc)
         kwargs = {**self.kwargs, **overrides}
-        return self.task.wrap(self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps)))
+        env = self.task.wrap(self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps)))
+        return PhysicsRecorder(env) if self.physics else env
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The id's own env with ``kwargs``, its time limit replaced when ``max_episode_steps`` is set."""

@@ -2,9 +2,10 @@
 
 Sampling renders nothing. Only fragments that become queries are drawn, and memory holds one clip at a time.
 How depends on the env (:func:`drawer`): a classic-control env is put in the state each observation describes
-and rendered, so the frames are exactly what the env showed; a MinAtar frame is coloured with MinAtar's own
-palette; any other image observation shows its newest frame as the agent sees it. Envs whose observations
-neither give their whole state nor are images are refused when the run starts.
+and rendered, so the frames are exactly what the env showed; a MuJoCo env is put in the physics state it
+recorded at each step (:mod:`rlhp.envs.physics`) and rendered headless through EGL, at a frame rate a person
+needs rather than every step; a MinAtar frame is coloured with MinAtar's own palette; any other image
+observation shows its newest frame as the agent sees it. Other envs are refused when the run starts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlhp.data import FragmentPairs
 from rlhp.envs import GymEnv, MinAtarEnv
+from rlhp.envs.physics import has_physics, set_physics_state
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -68,27 +70,27 @@ class Drawer(Protocol):
     fps: float
     """The frame rate at which a person sees the env as it runs."""
 
-    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
-        """(steps + 1, H, W, 3) uint8 frames: each step's observation, then the one the last step led to."""
+    needs_physics: bool
+    """Whether it draws from the physics states the env records (only then are they recorded)."""
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """(frames, H, W, 3) uint8 frames of a fragment from its observations, actions, last next observation
+        and physics states (one per observation, and one for the last next observation)."""
         ...
 
 
 class RestoredFrames:
     """The env's own renders, with the env put in the state each observation describes (classic control)."""
 
+    needs_physics = False
+
     def __init__(self, env: GymEnv) -> None:
         self.env = env.make_single(render_mode="rgb_array")
         self.restore = restorer(self.env)
-        if self.restore is None:
-            self.env.close()
-            names = ", ".join(sorted(c.__name__ for c in RESTORERS))
-            raise ConfigError("env.id", f"{env.id}'s observations neither give its whole state nor are images, so "
-                              f"rlhp cannot draw its fragments for people to compare; human labels work on {names} "
-                              "and on image observations (env=atari, env=minatar)")
         self.env.reset(seed=0)
         self.fps = self.env.metadata.get("render_fps", 30)
 
-    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """Each observation's state, rendered."""
         inner = self.env.unwrapped
         shots = []
@@ -103,6 +105,7 @@ class PaletteFrames:
     ``cell`` pixels: a cell shows the colour of its highest lit channel, black where none is."""
 
     fps = 10.0  # MinAtar's steps are coarse: a tenth of a second each reads as play
+    needs_physics = False
 
     def __init__(self, channels: int, cell: int = 32) -> None:
         import seaborn  # MinAtar's own dependency, for the palette its display uses
@@ -111,7 +114,7 @@ class PaletteFrames:
         self.colours = self.colours.round().astype(np.uint8)
         self.cell = cell
 
-    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """(steps + 1, 10 * cell, 10 * cell, 3): one colour per cell, in a batch."""
         grid = np.concatenate([obs, last_obs[None]]).astype(bool)  # (steps + 1, channels, 10, 10)
         index = (grid * np.arange(1, grid.shape[1] + 1)[:, None, None]).max(1)
@@ -122,25 +125,62 @@ class NewestFrames:
     """Image observations as the agent sees them: the newest frame of each stack (grey), each pixel a square
     of ``scale`` pixels."""
 
+    needs_physics = False
+
     def __init__(self, fps: float, scale: int) -> None:
         self.fps, self.scale = fps, scale
 
-    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray) -> np.ndarray:
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """(steps + 1, H * scale, W * scale, 3): the last channel of each observation, grey."""
         newest = np.concatenate([obs[:, -1], last_obs[None, -1]])
         return np.repeat(newest[..., None], 3, axis=-1).repeat(self.scale, axis=1).repeat(self.scale, axis=2)
 
 
-def drawer(env: GymEnv, width: int) -> Drawer:
-    """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling."""
+class PhysicsFrames:
+    """A MuJoCo env's own renders, headless (EGL), with the env put in each recorded physics state: every
+    ``stride``-th step, so that clips play at about ``fps`` in real time (a person sees no more; each frame
+    costs tens of milliseconds on a CPU)."""
+
+    needs_physics = True
+
+    def __init__(self, env: GymEnv, width: int, fps: float = 25.0) -> None:
+        self.env = env.make_single(render_mode="rgb_array", width=width, height=width // 4 * 3)
+        self.env.reset(seed=0)
+        native = float(self.env.metadata.get("render_fps", fps))  # steps a second of the env's own time
+        self.stride = max(1, round(native / fps))
+        self.fps = native / self.stride
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Every ``stride``-th state, and the last, rendered."""
+        if not states.shape[-1]:
+            raise ValueError("these fragments carry no physics states: the env did not record them")
+        shots = []
+        for i in sorted({*range(0, len(states), self.stride), len(states) - 1}):
+            set_physics_state(self.env, states[i])
+            shots.append(self.env.render())
+        return np.stack(shots)
+
+
+def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
+    """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling;
+    ``fps``: the frame rate wanted where the drawer picks its frames (MuJoCo's), else the clip's own."""
     space = env.observation_space
-    image = isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8
-    if not image:
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8:
+        scale = -(-width // space.shape[2])  # whole pixels a cell, at least ``width`` wide
+        if isinstance(env, MinAtarEnv):
+            return PaletteFrames(space.shape[0], cell=scale)
+        return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
+    probe = env.make_single()
+    restorable, physics = restorer(probe) is not None, has_physics(probe)
+    probe.close()
+    if restorable:
         return RestoredFrames(env)
-    scale = -(-width // space.shape[2])  # whole pixels a cell, at least ``width`` wide
-    if isinstance(env, MinAtarEnv):
-        return PaletteFrames(space.shape[0], cell=scale)
-    return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
+    if physics:
+        return PhysicsFrames(env, width, fps or 25.0)
+    names = ", ".join(sorted(c.__name__ for c in RESTORERS))
+    raise ConfigError("env.id", f"{env.id}'s observations neither give its whole state nor are images, and it is no "
+                      f"MuJoCo env, so rlhp cannot draw its fragments for people to compare; human labels work on "
+                      f"{names}, on MuJoCo envs and on image observations (env=atari, env=minatar)")
 
 
 class ClipRenderer:
@@ -155,8 +195,8 @@ class ClipRenderer:
 
     def __init__(self, env: GymEnv, width: int = 320, fps: float | None = None, workers: int = 4) -> None:
         self.env_config = env
-        self.drawer = drawer(env, width)
-        self.fps = fps or self.drawer.fps
+        self.drawer = drawer(env, width, fps)
+        self.fps = self.drawer.fps if self.drawer.needs_physics else fps or self.drawer.fps
         self.width, self.workers = width, workers
 
     def write(self, pairs: FragmentPairs, names: list[tuple[str, str]], folder: Path) -> None:
@@ -169,7 +209,7 @@ class ClipRenderer:
                     if len(jobs) >= 2 * self.workers:  # frames wait in memory only for a free encoder
                         jobs.pop(0).result()
                     shots = self.drawer.frames(pairs.obs[i, side], pairs.acts[i, side],
-                                               pairs.next_obs[i, side, -1])
+                                               pairs.next_obs[i, side, -1], pairs.states[i, side])
                     jobs.append(pool.submit(write_video, shots, folder / name, self.fps, self.width))
             for job in jobs:
                 job.result()

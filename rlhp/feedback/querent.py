@@ -46,6 +46,8 @@ class Querent:
 
     publishes: bool = False
     """Whether it publishes its queries (clips and a store entry) where people see them."""
+    needs_physics: bool = False
+    """Whether its clips are drawn from the physics states the env records (then the run records them)."""
 
     def __init__(self) -> None:
         self.next_id = 0
@@ -87,6 +89,7 @@ class WebQuerent(Querent):
         self.store = QueryStore(self.run.queries_db)
         self.labels_per_query = labels_per_query
         self.renderer = ClipRenderer(env, width=width, fps=fps)
+        self.needs_physics = self.renderer.drawer.needs_physics
 
     def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
         """Render, store and publish the queries; return their ids."""
