@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install browser train test lint bench clean
+.PHONY: help install browser egl train test lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -25,7 +25,11 @@ train: install  ## the CartPole demo: preference comparisons with synthetic labe
 browser:  ## install chromium for the browser tests when missing
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: install browser  ## run the test suite (slow end-to-end tests included)
+# MuJoCo draws clips for people headless, through EGL with Debian's Mesa (software rendering, no GPU needed).
+egl:  ## install EGL and Mesa for MuJoCo's clips when missing
+	@dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri)
+
+test: install browser egl  ## run the test suite (slow end-to-end tests included)
 	$(VENV)/bin/pytest -n 2 -q
 
 lint: install  ## ruff

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,13 @@ from omegaconf import OmegaConf
 from playwright.sync_api import Page, sync_playwright
 from test_annotate import wait_for_url
 
+from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.envs.tasks import Backflip
 from rlhp.feedback import HumanGatherer, WebQuerent
+from rlhp.fragments import RandomFragmenter
+from rlhp.policies import random_policy
+from rlhp.rollout import rollout
 from rlhp.runs import RunFolder
 
 CHROMIUM = "/usr/bin/chromium"
@@ -29,22 +36,50 @@ def launch(playwright):
                                       args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
 
 
-@pytest.fixture
-def served(tmp_path):
-    """A run folder with four CartPole queries (real clips) and ``rlhp-annotate`` serving it."""
+@contextlib.contextmanager
+def serving(run_dir: Path, env: GymEnv, pairs: FragmentPairs, **querent) -> Iterator[str]:
+    """``pairs`` published as queries (real clips) in a run folder, and ``rlhp-annotate`` serving it; its URL."""
     assert shutil.which("chromium"), "make test installs Debian's chromium (apt-get install chromium)"
-    RunFolder(tmp_path).write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])
-    querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp_path, instructions=INSTRUCTIONS)
-    pairs = random_pairs(4, length=20, obs_dim=4)
-    pairs.frames *= 0.2  # near upright, so the pole is on screen
-    querent(pairs, 0)
-    server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL,
+    RunFolder(run_dir).write_record(OmegaConf.create({"env": {"id": env.id}}), [])
+    WebQuerent(env, run_dir, **querent)(pairs, 0)
+    server = subprocess.Popen([BIN / "rlhp-annotate", str(run_dir), "--port", "0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        yield tmp_path, wait_for_url(tmp_path)
+        yield wait_for_url(run_dir)
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A run folder with four CartPole queries and ``rlhp-annotate`` serving it."""
+    pairs = random_pairs(4, length=20, obs_dim=4)
+    pairs.frames *= 0.2  # near upright, so the pole is on screen
+    with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, instructions=INSTRUCTIONS) as url:
+        yield tmp_path, url
+
+
+def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s_instructions(tmp_path):
+    pytest.importorskip("mujoco")
+    env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=60, kwargs={"terminate_when_unhealthy": False},
+                 task=Backflip())
+    env.record_physics()
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    pairs = RandomFragmenter(np.random.default_rng(0))(rollout(venv, random_policy(venv.action_space), episodes=2),
+                                                       50, 2)
+    with serving(tmp_path, env, pairs) as url, sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function("[...document.querySelectorAll('.frame video')].every((v) => v.currentTime > 0.1)",
+                               timeout=10_000)
+        sizes = page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
+                              "v.videoHeight, v.duration])")
+        assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
+        assert "Teach a backflip." in page.locator("#instructions").inner_text()
+        browser.close()
 
 
 def playing_times(page: Page) -> list[float]:

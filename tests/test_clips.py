@@ -114,3 +114,17 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert all((tmp_path / "media" / f"q{q:06d}-{side}.mp4").stat().st_size > 1000 for q in ids
                for side in ("left", "right"))
     np.testing.assert_array_equal(querent.store.pairs(ids).states, pairs.states[:2])
+
+
+def test_people_teaching_a_backflip_get_mujoco_clips_and_the_task_s_instructions(tmp_path):
+    pytest.importorskip("mujoco")
+    from helpers import composed
+
+    from rlhp.compose import compose
+    from rlhp.envs.tasks import BACKFLIP
+    loop = compose(composed("train", ["experiment=backflip", "gatherer=human", "debug=fast", "fragment_length=10"]),
+                   tmp_path)
+    assert loop.querent.needs_physics and loop.source.env.physics  # recorded from the first sampled step
+    assert loop.querent.instructions == BACKFLIP
+    plain = compose(composed("train", ["env=gym", "env.id=Hopper-v5", "agent=sac", "debug=fast"]), tmp_path / "b")
+    assert not plain.source.env.physics  # nobody looks: nothing recorded
