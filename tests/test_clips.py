@@ -1,5 +1,8 @@
 """What people see: each env's fragments drawn as frames, chosen by what its observations are."""
 
+import sqlite3
+import time
+
 import numpy as np
 import pytest
 
@@ -109,12 +112,31 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     np.testing.assert_array_equal(again.states, pairs.states)
     plain = FragmentPairs.from_columns({k: v for k, v in pairs.columns().items() if k != "states"})
     assert plain.states.shape == (3, 2, 11, 0) and "states" not in plain.columns()
-    querent = WebQuerent(env, tmp_path, width=160)  # published: clips drawn, states kept with the query
+    querent = WebQuerent(env, tmp_path, width=160, prefetch=2)  # states kept with the query, drawn lazily
     assert querent.needs_physics
-    ids = querent(pairs[:2])
-    assert all((tmp_path / "media" / f"q{q:06d}-{side}.mp4").stat().st_size > 1000 for q in ids
+    ids = querent(pairs)
+    np.testing.assert_array_equal(querent.store.pairs(ids).states, pairs.states)
+    drawn = wait_until_drawn(querent.store, 2)
+    assert drawn == [2, 1]  # the newest first, two ahead of people; the oldest waits
+    assert all((tmp_path / "media" / f"q{q:06d}-{side}.mp4").stat().st_size > 1000 for q in drawn
                for side in ("left", "right"))
-    np.testing.assert_array_equal(querent.store.pairs(ids).states, pairs.states[:2])
+    assert not (tmp_path / "media" / "q000000-left.mp4").exists()
+    assert querent.store.lease_next("alice", 60).id == 2
+    assert querent.store.lease_next("alice", 60).id == 1  # one waiting: the next is drawn
+    assert querent.store.lease_next("alice", 60) is None  # not before it is drawn
+    assert wait_until_drawn(querent.store, 3) == [2, 1, 0] and querent.store.lease_next("alice", 60).id == 0
+    querent.drawing.stop()
+
+
+def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
+    """The ids of the drawn queries, newest first, once there are ``n``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with sqlite3.connect(store.path) as db:
+            drawn = [r[0] for r in db.execute("SELECT id FROM queries WHERE drawn = 1 ORDER BY id DESC")]
+        if len(drawn) >= n or time.monotonic() > deadline:
+            return drawn
+        time.sleep(0.05)
 
 
 def test_people_teaching_a_backflip_get_mujoco_clips_and_the_task_s_instructions(tmp_path):

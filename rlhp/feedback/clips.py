@@ -72,6 +72,8 @@ class Drawer(Protocol):
 
     needs_physics: bool
     """Whether it draws from the physics states the env records (only then are they recorded)."""
+    slow: bool
+    """Whether a clip costs seconds to draw (MuJoCo's): then clips are drawn only a few ahead of people."""
 
     def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """(frames, H, W, 3) uint8 frames of a fragment from its observations, actions, last next observation
@@ -83,6 +85,7 @@ class RestoredFrames:
     """The env's own renders, with the env put in the state each observation describes (classic control)."""
 
     needs_physics = False
+    slow = False
 
     def __init__(self, env: GymEnv) -> None:
         self.env = env.make_single(render_mode="rgb_array")
@@ -106,6 +109,7 @@ class PaletteFrames:
 
     fps = 10.0  # MinAtar's steps are coarse: a tenth of a second each reads as play
     needs_physics = False
+    slow = False
 
     def __init__(self, channels: int, cell: int = 32) -> None:
         import seaborn  # MinAtar's own dependency, for the palette its display uses
@@ -126,6 +130,7 @@ class NewestFrames:
     of ``scale`` pixels."""
 
     needs_physics = False
+    slow = False
 
     def __init__(self, fps: float, scale: int) -> None:
         self.fps, self.scale = fps, scale
@@ -150,6 +155,7 @@ class PhysicsFrames:
     costs tens of milliseconds on a CPU)."""
 
     needs_physics = True
+    slow = True
 
     def __init__(self, env: GymEnv, width: int, fps: float = 25.0) -> None:
         self.env = env.make_single(render_mode="rgb_array", width=width, height=width // 4 * 3)

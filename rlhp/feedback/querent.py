@@ -11,6 +11,7 @@ from rlhp.data import FragmentPairs
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError
 from rlhp.feedback.clips import ClipRenderer
+from rlhp.feedback.prefetch import ClipPrefetcher, DrawOnPublish
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryStore
 
@@ -73,12 +74,15 @@ class WebQuerent(Querent):
             text, or the path of a ``.md`` or ``.txt`` file that holds it (read now, so the run keeps the text).
             Empty: the task's own (``env.task``: a backflip says what a backflip is), else the page asks which
             clip does the task better.
+        prefetch: where clips are slow to draw (MuJoCo), they are drawn in the background, newest first, this
+            many ahead of the people labelling (:mod:`rlhp.feedback.prefetch`); a query is handed out only once
+            drawn. Other clips are drawn when their queries are published.
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
-                 fps: float | None = None, instructions: str = "") -> None:
+                 fps: float | None = None, instructions: str = "", prefetch: int = 6) -> None:
         super().__init__()
         self.instructions = read_instructions(instructions) or env.task.instructions
         if labels_per_query < 1:
@@ -88,8 +92,16 @@ class WebQuerent(Querent):
         self.run = RunFolder(run_dir)
         self.store = QueryStore(self.run.queries_db)
         self.labels_per_query = labels_per_query
-        self.renderer = ClipRenderer(env, width=width, fps=fps)
-        self.needs_physics = self.renderer.drawer.needs_physics
+        if prefetch < 1:
+            raise ArgumentError("prefetch", f"must be at least 1, got {prefetch}")
+        self.prefetch = prefetch
+        self._start_drawing(ClipRenderer(env, width=width, fps=fps))
+
+    def _start_drawing(self, renderer: ClipRenderer) -> None:
+        self.renderer = renderer
+        self.needs_physics = renderer.drawer.needs_physics
+        self.drawing = ClipPrefetcher(self.store, renderer, self.run.media_dir, self.prefetch) \
+            if renderer.drawer.slow else DrawOnPublish(renderer, self.run.media_dir)
 
     def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
         """Render, store and publish the queries; return their ids."""
@@ -97,18 +109,21 @@ class WebQuerent(Querent):
         self.next_id = max(self.next_id, self.store.max_id() + 1)
         ids = super().__call__(pairs, round_)
         names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
-        self.renderer.write(pairs, names, self.run.media_dir)
-        self.store.publish(ids, round_, names, pairs, self.labels_per_query, self.instructions)
+        self.drawing.publishing(pairs, names)
+        self.store.publish(ids, round_, names, pairs, self.labels_per_query, self.instructions,
+                           drawn=self.drawing.drawn_when_published)
+        self.drawing.published()
         return ids
 
     def __getstate__(self) -> dict[str, Any]:
         # The renderer holds a live env; a checkpoint keeps what builds it again.
         state = dict(self.__dict__)
         renderer = state.pop("renderer")
+        state.pop("drawing")  # it may hold a thread of this process; the next publish starts one again
         state["_renderer_args"] = (renderer.env_config, renderer.width, renderer.fps)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
-        self.__dict__.update(state)
-        self.renderer = ClipRenderer(env, width=width, fps=fps)
+        self.__dict__.update({"prefetch": 6, **state})  # a checkpoint from before lazy drawing
+        self._start_drawing(ClipRenderer(env, width=width, fps=fps))

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS queries (
     state TEXT NOT NULL DEFAULT 'pending',
     taken_round INTEGER,
     pair BLOB NOT NULL,
-    instructions INTEGER REFERENCES instructions (id)
+    instructions INTEGER REFERENCES instructions (id),
+    drawn INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS instructions (
     id INTEGER PRIMARY KEY,
@@ -65,6 +66,13 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 """
 
+
+_WANTS_MORE = ("(SELECT count(*) FROM answers a WHERE a.query_id = q.id) + (SELECT count(*) FROM leases l "
+               "WHERE l.query_id = q.id AND l.expires > ?) < q.wanted")
+"""SQL: query ``q`` wants more answers than it has answers and live leases (``?``: now)."""
+
+_ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1"}
+"""Columns of ``queries`` that a store made before them lacks, and how they are added to it."""
 
 _INSTRUCTIONS = "coalesce((SELECT text FROM instructions i WHERE i.id = q.instructions), '')"
 """A query's instructions in SQL (``q`` the query): empty for a query published before there were any."""
@@ -135,8 +143,10 @@ class QueryStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA.split(";", 1)[0])  # the queries table first: a store may predate a column
-            if "instructions" not in {row[1] for row in db.execute("PRAGMA table_info(queries)")}:
-                db.execute("ALTER TABLE queries ADD COLUMN instructions INTEGER REFERENCES instructions (id)")
+            have = {row[1] for row in db.execute("PRAGMA table_info(queries)")}
+            for column, kind in _ADDED_COLUMNS.items():
+                if column not in have:
+                    db.execute(f"ALTER TABLE queries ADD COLUMN {column} {kind}")
             db.executescript(_SCHEMA)
 
     def __repr__(self) -> str:
@@ -168,17 +178,36 @@ class QueryStore:
     # The trainer's side.
 
     def publish(self, ids: np.ndarray, round_: int, clips: list[tuple[str, str]], pairs: FragmentPairs,
-                wanted: int, instructions: str) -> None:
-        """Add queries (their clips are already written under ``media/``), each asking people ``instructions``
-        (kept once however many queries share them)."""
+                wanted: int, instructions: str, drawn: bool = True) -> None:
+        """Add queries, each asking people ``instructions`` (kept once however many queries share them). With
+        ``drawn``, their clips are already written under ``media/``; else nobody is handed them until
+        :meth:`mark_drawn`."""
         now = time.time()
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
             told = db.execute("SELECT id FROM instructions WHERE text = ?", (instructions,)).fetchone()[0]
-            rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i), told)
+            rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i), told, int(drawn))
                     for i, (q, (left, right)) in enumerate(zip(ids, clips, strict=True))]
             db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair, "
-                           "instructions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                           "instructions, drawn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def to_draw(self, ahead: int) -> list[tuple[int, str, str]]:
+        """The queries whose clips to draw next, newest first (the order people are handed them), so that
+        ``ahead`` drawn ones wait for people: (id, left clip, right clip)."""
+        now = time.time()
+        with self._connect() as db:
+            waiting = db.execute(
+                f"SELECT count(*) FROM queries q WHERE state = 'pending' AND drawn = 1 AND {_WANTS_MORE}",
+                (now,)).fetchone()[0]
+            if waiting >= ahead:
+                return []
+            return db.execute("SELECT id, left_clip, right_clip FROM queries WHERE state = 'pending' AND drawn = 0 "
+                              "ORDER BY id DESC LIMIT ?", (ahead - waiting,)).fetchall()
+
+    def mark_drawn(self, ids: list[int]) -> None:
+        """These queries' clips are written: people may be handed them."""
+        with self._transaction() as db:
+            db.executemany("UPDATE queries SET drawn = 1 WHERE id = ?", [(int(q),) for q in ids])
 
     def max_id(self) -> int:
         """The largest query id, -1 when there is none."""
@@ -254,7 +283,7 @@ class QueryStore:
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
                 f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
-                "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = ?1) "
+                "AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = ?1) "
                 "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = ?1 "
                 "AND l.expires > ?2) "
                 "AND (SELECT count(*) FROM answers a WHERE a.query_id = q.id) "
