@@ -1,14 +1,19 @@
 """Labelling speed: time from an answer to the next pair visible and playing, in a real browser.
 
-Publishes CartPole queries with real clips into a scratch run folder, serves it with ``rlhp-annotate``
-and answers with the keyboard in headless chromium (Debian's, driven by Playwright), pausing as a
-person watching each pair would. The page records, per answer, the ms until both new clips fire
-``playing``. Target: p95 < 150 ms, so that a person can sustain >= 30 labels per minute.
+Publishes queries with real clips into a scratch run folder, serves it with ``rlhp-annotate`` and answers
+with the keyboard in headless chromium (Debian's, driven by Playwright), pausing as a person watching each
+pair would. The page records, per answer, the ms until both new clips fire ``playing``. Target: p95 < 150
+ms, so that a person can sustain >= 30 labels per minute.
 
-Also times the API alone (lease + answer round trips, one client) and the trainer's side (rendering
-and encoding a query's two clips).
+``--env cartpole`` draws every clip when the queries are published. ``--env hopper`` records a random
+policy's Hopper-v5 episodes with their physics states and publishes them undrawn: the querent's background
+thread draws them (MuJoCo through EGL) a few ahead of the person, as in a run; ``--busy`` trains SAC on
+Hopper in another process meanwhile, as the agent of a run would.
 
-    python scripts/bench_labelling.py [--answers 120] [--watch-ms 400] [--json]
+Also times the API alone (lease + answer round trips, one client) and the trainer's side (drawing and
+encoding a query's two clips).
+
+    python scripts/bench_labelling.py [--env cartpole|hopper] [--busy] [--answers 120] [--watch-ms 400] [--json]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -28,6 +34,9 @@ from playwright.sync_api import sync_playwright
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.feedback import WebQuerent
+from rlhp.fragments import RandomFragmenter
+from rlhp.policies import random_policy
+from rlhp.rollout import rollout
 from rlhp.runs import RunFolder
 
 KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"]
@@ -50,6 +59,16 @@ def cartpole_pairs(n: int, length: int = 20, seed: int = 0) -> FragmentPairs:
                          start=np.zeros(shape, np.int64), quality=np.full(shape, np.nan))
 
 
+def hopper_pairs(n: int, length: int = 50, seed: int = 0) -> tuple[GymEnv, FragmentPairs]:
+    """Fragments of a random Hopper-v5 policy, with the physics states their clips are drawn from."""
+    env = GymEnv("Hopper-v5", n_envs=1, kwargs={"terminate_when_unhealthy": False})
+    env.record_physics()
+    venv = env.make(seed)
+    venv.action_space.seed(seed)
+    episodes = rollout(venv, random_policy(venv.action_space), steps=2 * n * length)
+    return env, RandomFragmenter(np.random.default_rng(seed))(episodes, length, n)
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     return {"n": len(values), "p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
             "max": float(np.max(values))}
@@ -59,33 +78,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=120)
     parser.add_argument("--watch-ms", type=int, default=400, help="how long the 'person' watches each pair")
+    parser.add_argument("--env", choices=["cartpole", "hopper"], default="cartpole")
+    parser.add_argument("--busy", action="store_true", help="train SAC on Hopper in another process meanwhile")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
+    busy = None
     with tempfile.TemporaryDirectory() as tmp:
-        run = RunFolder(tmp)
-        run.write_record(OmegaConf.create({"env": {"id": FIXED_HORIZON_CARTPOLE}}), [])  # a run folder to serve
         queries = args.answers + 40  # the API timing below uses the extra ones
-        querent = WebQuerent(GymEnv(FIXED_HORIZON_CARTPOLE), tmp)
-        pairs = cartpole_pairs(queries)
+        if args.env == "hopper":
+            env, pairs = hopper_pairs(queries)
+        else:
+            env, pairs = GymEnv(FIXED_HORIZON_CARTPOLE), cartpole_pairs(queries)
+        run = RunFolder(tmp)
+        run.write_record(OmegaConf.create({"env": {"id": env.id}}), [])  # a run folder to serve
+        querent = WebQuerent(env, tmp)
         start = time.perf_counter()
-        querent(pairs, 0)
-        per_query = (time.perf_counter() - start) / queries * 1000
+        querent.renderer.write(pairs[:10], [(f"t{i}-l.mp4", f"t{i}-r.mp4") for i in range(10)], run.path / "timing")
+        per_query = (time.perf_counter() - start) / 10 * 1000
+        if args.busy:
+            busy = subprocess.Popen([Path(sys.executable).parent / "rlhp-train", "env=gym", "env.id=Hopper-v5",
+                                     "agent=sac", "feedback=true_reward", "total_timesteps=10_000_000", "logger=none",
+                                     f"hydra.run.dir={tmp}/busy"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        querent(pairs, 0)  # CartPole: drawn now; Hopper: drawn in the background, a few ahead of the person
         server = subprocess.Popen([sys.executable, "-m", "rlhp.annotate", tmp, "--port", "0"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while not run.annotate_json.is_file():
                 time.sleep(0.05)
             url = json.loads(run.annotate_json.read_text())["url"]
-            with httpx.Client(base_url=url) as http:
-                trips = []
-                for _ in range(40):
-                    t0 = time.perf_counter()
-                    query = http.get("/api/next", params={"annotator": "api"}).json()["query"]
-                    http.post("/api/answers", json={"query_id": query["query_id"], "annotator": "api",
-                                                    "label": "left"}).raise_for_status()
-                    trips.append((time.perf_counter() - t0) * 1000)
-            results["API lease + answer, ms"] = percentiles(trips)
+            if args.env == "cartpole":  # the API alone (every query drawn: none waits for its clips)
+                with httpx.Client(base_url=url) as http:
+                    trips = []
+                    for _ in range(40):
+                        t0 = time.perf_counter()
+                        query = http.get("/api/next", params={"annotator": "api"}).json()["query"]
+                        http.post("/api/answers", json={"query_id": query["query_id"], "annotator": "api",
+                                                        "label": "left"}).raise_for_status()
+                        trips.append((time.perf_counter() - t0) * 1000)
+                results["API lease + answer, ms"] = percentiles(trips)
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                             args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
@@ -105,6 +137,9 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(10)
+            if busy is not None:
+                busy.terminate()
+                busy.wait(30)
     results["answer -> next pair playing, ms"] = percentiles(timings)
     if errors:
         raise SystemExit(f"the page reported errors: {errors[:3]}")
@@ -115,7 +150,8 @@ def main() -> None:
     print(f"{'measure':<40} {'n':>5} {'p50':>8} {'p95':>8} {'max':>8}")
     for name, r in results.items():
         print(f"{name:<40} {r['n']:>5} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['max']:>8.1f}")
-    print(f"\ntrainer side: rendering and encoding a query's two clips takes {per_query:.0f} ms (mean of {queries})")
+    print(f"\n{args.env}{', SAC training beside it' if args.busy else ''}: drawing and encoding a query's two clips "
+          f"takes {per_query:.0f} ms (mean of 10)")
     print(f"{args.answers} answers in {minutes * 60:.1f} s with {args.watch_ms} ms of watching each: "
           f"{args.answers / minutes:.0f} labels/min (target p95 < 150 ms, >= 30 labels/min)")
 

@@ -38,11 +38,12 @@ def test_learns_the_true_reward_ordering(members):
 
 def test_gradient_accumulation_matches_full_batch():
     nets = []
-    for minibatch in (None, 8):
+    for minibatch in (None, 8):  # None: the whole batch at once
         torch.manual_seed(0)
         net = RewardNet(*spaces())
-        # One batch of all 64 pairs: one optimiser step, whose gradients stay on the parameters.
-        RewardTrainer(net, np.random.default_rng(0), batch_size=64, minibatch_size=minibatch, epochs=1
+        # Two batches of 32 pairs: the second step's gradients stay on the parameters (a batch that does not
+        # start at pair 0 weighs its minibatches by its own size).
+        RewardTrainer(net, np.random.default_rng(0), batch_size=32, minibatch_size=minibatch, epochs=1
                       ).train(labelled(64))
         nets.append(net)
     for a, b in zip(nets[0].parameters(), nets[1].parameters()):
@@ -68,9 +69,12 @@ def test_batch_must_be_multiple_of_minibatch():
 
 
 def test_validation_split_errors_when_a_side_is_empty():
-    trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), val_split=0.1)
-    with pytest.raises(ValueError, match="val_split=0.1 leaves an empty validation set with 4 pairs"):
-        trainer.train(labelled(4))
+    for split, side in ((0.1, "validation"), (0.9, "training")):
+        trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), val_split=split)
+        with pytest.raises(ValueError) as err:
+            trainer.train(labelled(4))
+        assert str(err.value) == (f"reward_trainer.val_split={split} leaves an empty {side} set with 4 pairs; gather "
+                                  "more comparisons first or change val_split")
 
 
 def test_weight_decay_moves_by_its_factor_towards_less_overfitting_and_stays_bounded():
@@ -122,10 +126,12 @@ def test_accuracy_counts_only_pairs_with_a_preference_and_ties_report_their_gap(
 
 
 class RecordingTrainer(RewardTrainer):
-    """Records the pair indices of every training (2-D: members x pairs) and validation (1-D) pass."""
+    """Records the pair indices of every training (2-D: members x pairs) and validation (1-D) pass, and
+    whether the net was in training mode for it."""
 
     def _returns(self, inputs, idx):
         self.seen = [*getattr(self, "seen", []), idx.clone()]
+        self.modes = [*getattr(self, "modes", []), self.net.training]
         return super()._returns(inputs, idx)
 
 
@@ -141,6 +147,28 @@ def test_each_member_trains_on_its_own_resample_of_the_training_split():
     members = [sorted(row.tolist()) for row in train_idx]
     assert all(a != b for i, a in enumerate(members) for b in members[i + 1:])  # each its own resample
     assert all(len(set(row)) < 60 for row in members)  # with replacement
+    # Dropout and batch norm train only on training passes; validation scores in eval mode.
+    assert [m for m, i in zip(trainer.modes, trainer.seen, strict=True) if i.dim() == 2] == [True] * 1
+    assert not any(m for m, i in zip(trainer.modes, trainer.seen, strict=True) if i.dim() == 1)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_one_member_trains_on_the_whole_training_split_and_two_on_resamples(members):
+    trainer = RecordingTrainer(RewardNet(*spaces(), members=members), np.random.default_rng(0), batch_size=100,
+                               epochs=1)
+    trainer.train(labelled(60))
+    (idx,) = trainer.seen
+    assert idx.shape == (members, 60)
+    distinct = [len(set(row.tolist())) for row in idx]
+    assert distinct == ([60] if members == 1 else [d for d in distinct if d < 60])
+
+
+def test_resamples_draw_from_every_training_pair():
+    # 50 members x 20 draws from 20 pairs: a pair left out of every resample (P = 0.95 ** 1000) is a rule broken.
+    trainer = RecordingTrainer(RewardNet(*spaces(), members=50), np.random.default_rng(0), batch_size=100, epochs=1)
+    trainer.train(labelled(20))
+    (idx,) = trainer.seen
+    assert set(idx.unique().tolist()) == set(range(20))
 
 
 def test_each_member_gets_the_gradient_it_would_get_trained_alone():
@@ -167,6 +195,8 @@ def test_each_member_gets_the_gradient_it_would_get_trained_alone():
     ({"batch_size": 32, "minibatch_size": 64}, "minibatch_size", "(64) must not exceed batch_size (32)"),
     ({"batch_size": 30, "minibatch_size": 8}, "batch_size", "(30) must be a multiple of minibatch_size (8); "
                                                             "set one so that it divides the other, e.g. batch_size=24"),
+    ({"batch_size": 12, "minibatch_size": 8}, "batch_size", "(12) must be a multiple of minibatch_size (8); "
+                                                            "set one so that it divides the other, e.g. batch_size=8"),
     ({"lr": 0.0}, "lr", "positive finite"), ({"lr": math.inf}, "lr", "positive finite"),
     ({"weight_decay": -1.0}, "weight_decay", "non-negative finite"),
     ({"weight_decay": math.inf}, "weight_decay", "non-negative finite"),
@@ -195,6 +225,27 @@ def test_the_trainers_clip_counts_in_its_loss_and_a_zero_difference_ranks_neithe
     torch.testing.assert_close(trainer.loss(returns, labels)[0], torch.tensor(2.0 + math.log1p(math.exp(-2.0))))
     scores = trainer.scores(returns, labels)
     assert scores.correct.tolist() == [0.0, 0.0]  # the first ranks the wrong fragment; the second neither
+    ties = trainer.scores(torch.tensor([[5.0, 0.0]]), torch.tensor([0.5]))  # the gap under the trainer's clip
+    assert ties.tie_gap.item() == pytest.approx(1 / (1 + math.exp(-2.0)) - 0.5)
     p = 1 / (1 + math.exp(-2.0))
     assert summarise(scores.totals(), 2, "x_")["x_loss"] == pytest.approx(
         (-math.log(1 - p) + math.log(2)) / 2, rel=1e-6)  # the mean over pairs
+
+
+def test_a_later_batch_weighs_its_pairs_as_the_first_does():
+    torch.manual_seed(0)
+    net = RewardNet(*spaces(), normalize_input=False)
+    start = {k: v.clone() for k, v in net.state_dict().items()}
+    # A learning rate too small to move the weights: the last batch's gradients are taken at the start's.
+    trainer = RecordingTrainer(net, np.random.default_rng(0), batch_size=32, minibatch_size=8, epochs=1, lr=1e-12)
+    ds = labelled(64)
+    trainer.train(ds)
+    last = torch.cat([i for i in trainer.seen if i.dim() == 2][-4:], dim=1)  # the second batch, in 4 minibatches
+    assert last.shape == (1, 32)
+    fresh = RewardNet(*spaces(), normalize_input=False)
+    fresh.load_state_dict(start)
+    solo = RewardTrainer(fresh, np.random.default_rng(0))
+    returns = solo._returns(solo._encoder(ds.pairs.tensors()), last)
+    (solo.loss(returns, torch.as_tensor(ds.labels)[last]).sum() / 32).backward()  # the batch's mean loss
+    for (name, trained), own in zip(net.named_parameters(), fresh.parameters()):
+        torch.testing.assert_close(trained.grad, own.grad, rtol=1e-4, atol=1e-8, msg=name)
