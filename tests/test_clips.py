@@ -1,5 +1,6 @@
 """What people see: each env's fragments drawn as frames, chosen by what its observations are."""
 
+import pickle
 import sqlite3
 import time
 
@@ -11,6 +12,7 @@ from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.errors import ConfigError
 from rlhp.feedback import WebQuerent
 from rlhp.feedback.clips import NewestFrames, PaletteFrames, PhysicsFrames, RestoredFrames, drawer, without_shadows
+from rlhp.feedback.prefetch import ClipPrefetcher
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
@@ -125,7 +127,11 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert querent.store.lease_next("alice", 60).id == 1  # one waiting: the next is drawn
     assert querent.store.lease_next("alice", 60) is None  # not before it is drawn
     assert wait_until_drawn(querent.store, 3) == [2, 1, 0] and querent.store.lease_next("alice", 60).id == 0
+    assert querent.drawing.running
     querent.drawing.stop()
+    assert not querent.drawing.running
+    again = pickle.loads(pickle.dumps(querent))  # a checkpoint: the thread is this process's, not saved
+    assert isinstance(again.drawing, ClipPrefetcher) and not again.drawing.running and again.prefetch == 2
 
 
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:

@@ -61,9 +61,14 @@ class ClipPrefetcher:
         """Draw the new queries as people near them."""
         self.start()
 
+    @property
+    def running(self) -> bool:
+        """Whether its thread draws (or waits for queries to draw)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         """Start drawing in the background (once)."""
-        if self._thread is None or not self._thread.is_alive():
+        if not self.running:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="rlhp-clips", daemon=True)
             self._thread.start()
