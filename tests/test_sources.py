@@ -127,11 +127,19 @@ def test_a_dataset_source_never_samples_its_held_out_episodes(tmp_path):
     (TD3, "Pendulum-v1", {"learning_starts": 50, "buffer_size": 1000, "action_noise": GaussianActionNoise(0.1)}),
     # a buffer relabelled in chunks of 7 rows (an image buffer's gigabytes are never converted at once)
     (DQN, FIXED_HORIZON_CARTPOLE, {"learning_starts": 50, "train_freq": 4, "buffer_size": 300, "chunk_rows": 7}),
+    # episodes that end by termination (the reward sees `done`) and by the time limit (it must not)
+    (DQN, "CartPole-v1", {"learning_starts": 50, "train_freq": 4, "buffer_size": 300}),
+    # SB3's memory-saving layout: the next observation is the following row's observation
+    (DQN, "CartPole-v1", {"learning_starts": 50, "train_freq": 4, "buffer_size": 300, "optimize_memory_usage": True,
+                          "replay_buffer_kwargs": {"handle_timeout_termination": False}}),
+    (SAC, "Reacher-v5", {"learning_starts": 50, "buffer_size": 1000}),  # actions of two dimensions
 ])
 def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_reward(algo, env_id, kwargs, monkeypatch):
     if "chunk_rows" in kwargs:
         kwargs = dict(kwargs)
         monkeypatch.setattr(agent_module, "RELABEL_BYTES", kwargs.pop("chunk_rows") * 2 * 2 * 4 * 4)
+    if env_id.startswith("Reacher"):
+        pytest.importorskip("mujoco")
     env = GymEnv(env_id, n_envs=2)
     net = RewardNet(*env.spaces(), hidden_sizes=[8], use_action=True, use_next_state=True, use_done=True,
                     normalize_input=False)
@@ -147,15 +155,21 @@ def test_an_off_policy_agents_replay_buffer_is_relabelled_with_the_current_rewar
     assert [id(a) for a in source.derived_arrays()] == [id(buffer.rewards)]  # a checkpoint stores no rewards
     source.train(0)  # every training phase relabels first
     # Each stored transition, scored alone by the updated net, as the agent would now be paid.
-    for i in range(0, n, 37):
+    ended = 0
+    for i in range(n):
         for copy in range(buffer.n_envs):
             terminated = bool(buffer.dones[i, copy]) and not bool(buffer.timeouts[i, copy])
+            ended += terminated
             act = buffer.actions[i, copy].reshape(env.spaces()[1].shape)
-            obs, next_obs = buffer.observations[i, copy][None], buffer.next_observations[i, copy][None]
+            # SB3's memory-saving buffer keeps the next observation as the next row's observation.
+            following = buffer.observations[(i + 1) % buffer.buffer_size, copy] if buffer.optimize_memory_usage \
+                else buffer.next_observations[i, copy]
+            obs, next_obs = buffer.observations[i, copy][None], following[None]
             want = net.agent_reward(obs, act[None], next_obs, np.array([terminated]), update_stats=False)[0]
             # float32 sums in another order (a batch, not one row) of hidden units of size ~10 after the update
             assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-5, abs=1e-5)
     assert not np.allclose(stale, buffer.rewards[:n])
+    assert ended > 5 if env_id == "CartPole-v1" else ended == 0  # the rule for `done` was put to the test
 
 
 def test_the_env_reward_is_kept_in_the_replay_buffer_never_relabelled():
