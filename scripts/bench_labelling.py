@@ -93,14 +93,15 @@ def main() -> None:
         run = RunFolder(tmp)
         run.write_record(OmegaConf.create({"env": {"id": env.id}}), [])  # a run folder to serve
         querent = WebQuerent(env, tmp)
-        start = time.perf_counter()
-        querent.renderer.write(pairs[:10], [(f"t{i}-l.mp4", f"t{i}-r.mp4") for i in range(10)], run.path / "timing")
-        per_query = (time.perf_counter() - start) / 10 * 1000
         if args.busy:
             busy = subprocess.Popen([Path(sys.executable).parent / "rlhp-train", "env=gym", "env.id=Hopper-v5",
                                      "agent=sac", "feedback=true_reward", "total_timesteps=10_000_000", "logger=none",
                                      f"hydra.run.dir={tmp}/busy"], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
+            time.sleep(15)  # past its start, into SAC's updates
+        start = time.perf_counter()
+        querent.renderer.write(pairs[:10], [(f"t{i}-l.mp4", f"t{i}-r.mp4") for i in range(10)], run.path / "timing")
+        per_query = (time.perf_counter() - start) / 10 * 1000
         querent(pairs, 0)  # CartPole: drawn now; Hopper: drawn in the background, a few ahead of the person
         server = subprocess.Popen([sys.executable, "-m", "rlhp.annotate", tmp, "--port", "0"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -135,11 +136,12 @@ def main() -> None:
                 errors = page.evaluate("window.rlhp.errors")
                 browser.close()
         finally:
+            querent.drawing.stop()
             server.terminate()
             server.wait(10)
-            if busy is not None:
-                busy.terminate()
-                busy.wait(30)
+            if busy is not None:  # a scratch run: no clean stop (it would finish its round first)
+                busy.kill()
+                busy.wait()
     results["answer -> next pair playing, ms"] = percentiles(timings)
     if errors:
         raise SystemExit(f"the page reported errors: {errors[:3]}")

@@ -5,6 +5,7 @@ nothing is drawn that nobody will see."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from pathlib import Path
@@ -33,6 +34,9 @@ class DrawOnPublish:
 
     def published(self) -> None:
         """Nothing is left to draw."""
+
+    def stop(self) -> None:
+        """Nothing draws in the background."""
 
 
 class ClipPrefetcher:
@@ -72,12 +76,14 @@ class ClipPrefetcher:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="rlhp-clips", daemon=True)
             self._thread.start()
+            atexit.register(self.stop)  # let a clip being drawn finish before the interpreter goes
 
     def stop(self) -> None:
         """Stop after the query being drawn (its clips are then complete)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        atexit.unregister(self.stop)
 
     def _run(self) -> None:
         while not self._stop.is_set():
