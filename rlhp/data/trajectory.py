@@ -9,7 +9,10 @@ from typing import Any
 import numpy as np
 
 from rlhp.data.frames import frames_of, shared, stacks
-from rlhp.envs.physics import FINAL_STATE, STATE
+
+STATE, FINAL_STATE = "physics", "final_physics"
+"""Info keys an env that records physics states fills (:mod:`rlhp.envs.physics`): the state a step starts from,
+and on an episode's last step the state it ends in; a trajectory holds them in ``physics``."""
 
 Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""

@@ -13,12 +13,12 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from rlhp.data.trajectory import FINAL_STATE, STATE
+
 # MuJoCo renders headless through EGL (Mesa) unless told otherwise; gymnasium reads this when it first renders,
 # and its own default (GLFW) needs a display.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-STATE, FINAL_STATE = "physics", "final_physics"
-"""The info keys: the state a step starts from, and on an episode's last step the state it ends in."""
 
 
 def has_physics(env: gym.Env) -> bool:
