@@ -50,13 +50,13 @@ class ClipPrefetcher:
         poll_s: seconds between looks at the store when nothing is to be drawn.
     """
 
+    drawn_when_published = False
+
     def __init__(self, store: QueryStore, renderer: ClipRenderer, folder: Path, ahead: int,
                  poll_s: float = 0.05) -> None:
         self.store, self.renderer, self.folder, self.ahead, self.poll_s = store, renderer, folder, ahead, poll_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    drawn_when_published = False
 
     def publishing(self, pairs: FragmentPairs, names: list[tuple[str, str]]) -> None:
         """Nothing yet: the queries are drawn when people near them."""
