@@ -20,7 +20,6 @@ from rlhp.data.trajectory import FINAL_STATE, STATE
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
-
 def has_physics(env: gym.Env) -> bool:
     """Whether the unwrapped ``env`` is a MuJoCo env whose state can be read and set again."""
     inner = env.unwrapped

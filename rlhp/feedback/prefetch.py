@@ -87,11 +87,11 @@ class ClipPrefetcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            todo = self.store.to_draw(self.ahead)
-            if not todo:
+            due = self.store.to_draw(self.ahead)
+            if due is None:
                 self._stop.wait(self.poll_s)
                 continue
-            query, left, right = todo[0]  # the newest first: it is the next one handed out
+            query, left, right = due
             try:
                 self.renderer.write(self.store.pairs(np.array([query])), [(left, right)], self.folder)
             except Exception:  # a clip that cannot be drawn: nothing more will be; say so where people look

@@ -68,8 +68,8 @@ CREATE TABLE IF NOT EXISTS answers (
 
 
 _WANTS_MORE = ("(SELECT count(*) FROM answers a WHERE a.query_id = q.id) + (SELECT count(*) FROM leases l "
-               "WHERE l.query_id = q.id AND l.expires > ?) < q.wanted")
-"""SQL: query ``q`` wants more answers than it has answers and live leases (``?``: now)."""
+               "WHERE l.query_id = q.id AND l.expires > :now) < q.wanted")
+"""SQL: query ``q`` wants more answers than it has answers and live leases (``:now``: the time)."""
 
 _ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1"}
 """Columns of ``queries`` that a store made before them lacks, and how they are added to it."""
@@ -191,18 +191,17 @@ class QueryStore:
             db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair, "
                            "instructions, drawn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def to_draw(self, ahead: int) -> list[tuple[int, str, str]]:
-        """The queries whose clips to draw next, newest first (the order people are handed them), so that
-        ``ahead`` drawn ones wait for people: (id, left clip, right clip)."""
-        now = time.time()
+    def to_draw(self, ahead: int) -> tuple[int, str, str] | None:
+        """The query whose clips to draw next, the newest undrawn (people are handed the newest first), while
+        fewer than ``ahead`` drawn ones wait for people: (id, left clip, right clip); None when none is due."""
         with self._connect() as db:
             waiting = db.execute(
                 f"SELECT count(*) FROM queries q WHERE state = 'pending' AND drawn = 1 AND {_WANTS_MORE}",
-                (now,)).fetchone()[0]
+                {"now": time.time()}).fetchone()[0]
             if waiting >= ahead:
-                return []
+                return None
             return db.execute("SELECT id, left_clip, right_clip FROM queries WHERE state = 'pending' AND drawn = 0 "
-                              "ORDER BY id DESC LIMIT ?", (ahead - waiting,)).fetchall()
+                              "ORDER BY id DESC LIMIT 1").fetchone()
 
     def mark_drawn(self, ids: list[int]) -> None:
         """These queries' clips are written: people may be handed them."""
@@ -283,12 +282,10 @@ class QueryStore:
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
                 f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
-                "AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = ?1) "
-                "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = ?1 "
-                "AND l.expires > ?2) "
-                "AND (SELECT count(*) FROM answers a WHERE a.query_id = q.id) "
-                "  + (SELECT count(*) FROM leases l WHERE l.query_id = q.id AND l.expires > ?2) < q.wanted "
-                "ORDER BY id DESC LIMIT 1", (annotator, now)).fetchone()
+                "AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = :who) "
+                "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = :who "
+                f"AND l.expires > :now) AND {_WANTS_MORE} ORDER BY id DESC LIMIT 1",
+                {"who": annotator, "now": now}).fetchone()
             if row is None:
                 return None
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
