@@ -38,12 +38,11 @@ class Behaviour(Task):
 
     def wrap(self, env: gym.Env) -> gym.Env:
         """``env`` with its reward replaced by this behaviour's."""
-        try:  # refuses an env it cannot read now, when the run starts, by the task's key
-            self.measure(env.unwrapped)
+        try:  # the wrapper's first reading refuses an env it cannot read, when the run starts, by the task's key
+            return BehaviourReward(env, self)
         except ArgumentError as err:
             env.close()
             raise ArgumentError(f"task.{err.argument}", err.problem) from None
-        return BehaviourReward(env, self)
 
     def measure(self, env: gym.Env) -> np.ndarray:
         """What the reward is computed from, read off the unwrapped env."""
