@@ -22,6 +22,9 @@ class Fragmenter(Protocol):
     def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
         """Return the pairs."""
 
+    def uniform(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Pairs drawn uniformly, chosen by nothing (unlabelled pairs for pseudo-labels), overlapping freely."""
+
 
 class RandomFragmenter:
     """Uniform fragments: trajectories drawn in proportion to length, a uniform start in each.
@@ -48,7 +51,14 @@ class RandomFragmenter:
         self._warned = False
 
     def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
-        """Return ``num_pairs`` random pairs."""
+        """Return ``num_pairs`` random pairs, warning when they will overlap heavily."""
+        return self._cut(trajectories, fragment_length, num_pairs, warn=True)
+
+    def uniform(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Random pairs, however much they overlap."""
+        return self._cut(trajectories, fragment_length, num_pairs, warn=False)
+
+    def _cut(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int, warn: bool) -> FragmentPairs:
         lengths = np.array([len(t) for t in trajectories])
         keep = np.flatnonzero(lengths >= fragment_length)
         if len(keep) < len(trajectories):
@@ -61,7 +71,7 @@ class RandomFragmenter:
         needed = 2 * num_pairs * fragment_length
         # The transitions a fragment can cover: with max_start, only each trajectory's opening.
         reachable = lengths if self.max_start is None else np.minimum(lengths, self.max_start + fragment_length)
-        if reachable.sum() < self.warning_threshold * needed:
+        if warn and reachable.sum() < self.warning_threshold * needed:
             log.log(logging.INFO if self._warned else logging.WARNING,
                     "only %d transitions for %d fragment pairs of length %d: fragments will overlap",
                     reachable.sum(), num_pairs, fragment_length)
@@ -114,15 +124,18 @@ class RandomFragmenter:
 class ActiveSelectionFragmenter:
     """Draws ``fragment_sample_factor`` times more pairs and keeps the most disputed ones.
 
-    Disagreement between the members of a reward ensemble is measured on ``uncertainty_on``:
-    ``logit`` (variance of the return difference), ``probability`` (variance of the
-    predicted preference) or ``label`` (Bernoulli variance of the members' votes).
+    Uncertainty of a reward ensemble is measured on ``uncertainty_on``: ``logit`` (variance of the return
+    difference over members), ``probability`` (variance of the predicted preference: B-Pref's disagreement
+    sampling ranks by its square root), ``label`` (Bernoulli variance of the members' votes) or ``entropy``
+    (the members' mean entropy of the predicted preference: B-Pref's entropy sampling).
     """
+
+    MEASURES = ("logit", "probability", "label", "entropy")
 
     def __init__(self, base: Fragmenter, reward_net: RewardNet, fragment_sample_factor: float = 2.0,
                  uncertainty_on: str = "logit", discount_factor: float = 1.0) -> None:
-        if uncertainty_on not in ("logit", "probability", "label"):
-            raise ArgumentError("uncertainty_on", f"must be one of logit, probability, label, got {uncertainty_on!r}")
+        if uncertainty_on not in self.MEASURES:
+            raise ArgumentError("uncertainty_on", f"must be one of {', '.join(self.MEASURES)}, got {uncertainty_on!r}")
         if reward_net.members < 2:  # the net comes from the reward_net group
             raise ConfigError("reward_net.members", "must be at least 2 for fragmenter=active (it measures "
                               "disagreement between members); use reward_net=ensemble")
@@ -139,7 +152,10 @@ class ActiveSelectionFragmenter:
         diff = returns[..., 0] - returns[..., 1]
         if self.uncertainty_on == "logit":
             return diff.var(0).numpy()
-        prob = preference_logprobs(returns)[0].exp()
+        first, second = preference_logprobs(returns)
+        if self.uncertainty_on == "entropy":
+            return -(first.exp() * first + second.exp() * second).mean(0).numpy()
+        prob = first.exp()
         if self.uncertainty_on == "probability":
             return prob.var(0).numpy()
         votes = (prob > 0.5).float().mean(0)
@@ -150,3 +166,7 @@ class ActiveSelectionFragmenter:
         candidates = self.base(trajectories, fragment_length, int(np.ceil(self.fragment_sample_factor * num_pairs)))
         best = np.argsort(-self.disagreement(candidates), kind="stable")[:num_pairs]
         return candidates[best]
+
+    def uniform(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """The base fragmenter's uniform pairs, unselected."""
+        return self.base.uniform(trajectories, fragment_length, num_pairs)

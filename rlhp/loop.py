@@ -228,6 +228,10 @@ class PreferenceComparisons(AgentRounds):
                 check_fixed_horizon(result.sampled, self.episode_lengths)
             with clock("fragment"):
                 pairs = self.fragmenter(result.sampled, self.fragment_length, n)
+                unlabelled = self.reward_trainer.unlabelled_wanted(len(self.dataset) + n)
+                if unlabelled:
+                    self.reward_trainer.remember_unlabelled(
+                        self.fragmenter.uniform(result.sampled, self.fragment_length, unlabelled))
             with clock("query"):
                 self.gatherer.add(pairs, self.querent(pairs, k))
         with clock("gather"):

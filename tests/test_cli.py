@@ -156,8 +156,8 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
      "config key `reward_trainer.batch_size` (30) must be a multiple of minibatch_size (8); set one so that it "
      "divides the other, e.g. batch_size=24"),
     (["fragment_length=600"], "config key `fragment_length` (600) is longer than any episode"),
-    (["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
-     "config key `fragmenter.uncertainty_on` must be one of logit, probability, label, got 'entropy'"),
+    (["fragmenter=active", "fragmenter.uncertainty_on=variance"],
+     "config key `fragmenter.uncertainty_on` must be one of logit, probability, label, entropy, got 'variance'"),
     (["fragmenter=active", "reward_net=basic"], "config key `reward_net.members` must be at least 2"),
     (["env=gym"], "config key `env.id` is required with env=gym"),
     (["trajectories=dataset"], "config key `trajectories.path` is required with trajectories=dataset or demos"),

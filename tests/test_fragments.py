@@ -38,7 +38,7 @@ def test_warns_when_fragments_would_overlap(caplog):
     assert "will overlap" in caplog.text
 
 
-@pytest.mark.parametrize("uncertainty_on", ["logit", "probability", "label"])
+@pytest.mark.parametrize("uncertainty_on", ["logit", "probability", "label", "entropy"])
 def test_active_selection_keeps_the_most_disputed_pairs(uncertainty_on):
     net = RewardNet(*spaces(1), members=4, input_clip=None)
     base = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)
@@ -53,7 +53,10 @@ def test_active_selection_keeps_the_most_disputed_pairs(uncertainty_on):
         diff = returns[:, 0] - returns[:, 1]
         prob = preference_logprobs(returns)[0].exp()
         votes = (prob > 0.5).float().mean()
-        scores.append({"logit": diff.var(), "probability": prob.var(), "label": votes * (1 - votes)}[uncertainty_on])
+        first, second = torch.nn.functional.logsigmoid(diff), torch.nn.functional.logsigmoid(-diff)
+        entropy = -(first.exp() * first + second.exp() * second).mean()  # each member's, then their mean
+        scores.append({"logit": diff.var(), "probability": prob.var(), "label": votes * (1 - votes),
+                       "entropy": entropy}[uncertainty_on])
     np.testing.assert_allclose(active.disagreement(candidates), torch.stack(scores).numpy(), rtol=1e-5, atol=1e-7)
     active.base = lambda *_: candidates
     chosen = active(trajs, 8, 10)
@@ -66,7 +69,7 @@ def test_active_selection_refuses_single_net_and_bad_measure():
     with pytest.raises(ValueError, match="ensemble"):
         ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=1))
     with pytest.raises(ValueError, match="uncertainty_on"):
-        ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=2), uncertainty_on="entropy")
+        ActiveSelectionFragmenter(base, RewardNet(*spaces(1), members=2), uncertainty_on="variance")
 
 
 def test_active_selection_asks_its_base_for_factor_times_the_pairs():
@@ -81,3 +84,30 @@ def test_active_selection_asks_its_base_for_factor_times_the_pairs():
     active = ActiveSelectionFragmenter(SpyBase(np.random.default_rng(0), warning_threshold=0),
                                        RewardNet(*spaces(1), members=3), fragment_sample_factor=2.5)
     assert len(active(trajs, 8, 7)) == 7 and asked == [18]  # ceil(2.5 * 7)
+
+
+def test_entropy_selection_picks_the_pairs_whose_preference_is_least_certain():
+    # One state feature, reward = w_m * obs: a pair's returns differ by w_m * (sum of its first fragment's
+    # observations - the second's), so pairs with equal sums are the most uncertain and far-apart sums the least.
+    net = RewardNet(*spaces(1), members=3, hidden_sizes=[], use_action=False, input_clip=None, normalize_input=False)
+    with torch.no_grad():
+        net.body.biases[-1].zero_()
+        net.body.weights[-1][:] = torch.tensor([1.0, 1.5, 2.0]).view(3, 1, 1)
+    trajs = [trajectory(8, offset=10 * i) for i in range(6)]
+    pairs = RandomFragmenter(np.random.default_rng(0), warning_threshold=0)(trajs, 2, 40)
+    gap = np.abs(pairs.obs[:, 0].sum((1, 2)) - pairs.obs[:, 1].sum((1, 2)))
+    active = ActiveSelectionFragmenter(RandomFragmenter(np.random.default_rng(0)), net, uncertainty_on="entropy")
+    active.base = type("Fixed", (), {"__call__": lambda self, *_: pairs})()
+    chosen = active(trajs, 2, 5)
+    chosen_gap = np.abs(chosen.obs[:, 0].sum((1, 2)) - chosen.obs[:, 1].sum((1, 2)))
+    assert sorted(chosen_gap) == sorted(np.sort(gap)[:5])  # the five closest pairs, whichever members say it
+
+
+def test_uniform_pairs_come_from_the_base_without_selection_or_warning(caplog):
+    trajs = [trajectory(40, offset=10 * i) for i in range(2)]
+    active = ActiveSelectionFragmenter(RandomFragmenter(np.random.default_rng(3)), RewardNet(*spaces(1), members=2))
+    expected = RandomFragmenter(np.random.default_rng(3))(trajs, 10, 30)
+    caplog.clear()
+    pairs = active.uniform(trajs, 10, 30)  # 600 of 80 transitions: they overlap, as unlabelled pairs may
+    np.testing.assert_array_equal(pairs.obs, expected.obs)
+    assert "overlap" not in caplog.text

@@ -16,7 +16,7 @@ from rlhp.fragments import RandomFragmenter
 from rlhp.loop import AgentRounds, Callback, PreferenceComparisons, check_fixed_horizon
 from rlhp.rewards import RewardNet
 from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
-from rlhp.training import RewardTrainer
+from rlhp.training import PseudoLabels, RewardTrainer
 
 
 def test_fixed_horizon_check():
@@ -184,3 +184,17 @@ def test_a_pickled_loop_continues_as_the_original():
     np.testing.assert_array_equal(original.dataset.labels, copy.dataset.labels)
     assert original.gatherer.pending_ids.tolist() == copy.gatherer.pending_ids.tolist()
     assert copy.iteration == 2 and copy.source.agent.asked == [334, 367]
+
+
+def test_rounds_that_sample_hand_the_trainer_ratio_times_the_labelled_pairs_unlabelled_from_their_sample():
+    loop = make_loop(FakeAgent(), comparisons=(6, 0, 4))
+    remembered = []
+    loop.reward_trainer.pseudo_labels = PseudoLabels(ratio=3)
+    loop.reward_trainer.remember_unlabelled = lambda pairs: remembered.append(pairs)
+    recorder = Recorder()
+    loop.run([recorder])
+    # Round 0: 3 x (0 labelled + 6 asked); round 1 samples nothing and keeps what it has; round 2: 3 x (3 + 4).
+    assert [len(p) for p in remembered] == [18, 21]
+    for pairs, result in zip(remembered, (recorder.results[0], recorder.results[2]), strict=True):
+        sampled = {float(t.obs[0, 0]) for t in result.sampled}  # each FakeSource trajectory starts at its offset
+        assert {float(o) for o in (pairs.obs[..., 0, 0] - pairs.start).ravel()} <= sampled

@@ -108,6 +108,24 @@ def test_agent_reward_adds_std_bonus():
     torch.testing.assert_close(torch.as_tensor(got), expected)
 
 
+def test_the_std_bonus_decays_over_the_agents_steps_and_not_over_relabelling():
+    net = RewardNet(*spaces(), members=5, std_coef=2.0, std_decay=0.01, normalize_output=False)
+    pairs = random_pairs(4, length=3)  # 24 transitions a call
+    obs, acts, next_obs, dones = (a.reshape(-1, *a.shape[3:]) for a in (pairs.obs, pairs.acts, pairs.next_obs,
+                                                                        pairs.dones))
+    rew = net(*(torch.as_tensor(a) for a in (obs, acts, next_obs, dones)))
+    for steps in (0, 24, 48):  # the beta of a batch is the one before its steps
+        got = net.agent_reward(obs, acts, next_obs, dones)
+        torch.testing.assert_close(torch.as_tensor(got), rew.mean(0) + 2.0 * 0.99 ** steps * rew.std(0))
+    assert net.bonus_steps == 72 and net.std_beta == pytest.approx(2.0 * 0.99 ** 72)
+    net.agent_reward(obs, acts, next_obs, dones, update_stats=False)  # a replay buffer relabelled
+    assert net.bonus_steps == 72
+    assert RewardNet(*spaces(), members=5, std_coef=2.0).std_beta == 2.0  # no decay by default
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ArgumentError, match="std_decay"):
+            RewardNet(*spaces(), members=5, std_coef=2.0, std_decay=bad)
+
+
 def test_running_norm_matches_whole_batch_statistics():
     norm, x = RunningNorm((3,)), torch.randn(1000, 3) * torch.tensor([1.0, 5.0, 0.1]) + 2
     for chunk in x.split(77):

@@ -8,8 +8,17 @@ from helpers import random_pairs, spaces
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ArgumentError
 from rlhp.feedback import SyntheticGatherer
-from rlhp.rewards import RewardNet
-from rlhp.training import RewardTrainer, summarise
+from rlhp.rewards import RewardInputs, RewardNet
+from rlhp.training import (
+    DropContradicted,
+    KeepAll,
+    NoPseudoLabels,
+    PseudoLabels,
+    RewardTrainer,
+    TemporalCrop,
+    WholeFragments,
+    summarise,
+)
 
 
 def labelled(n: int, seed: int = 0) -> PreferenceDataset:
@@ -249,3 +258,121 @@ def test_a_later_batch_weighs_its_pairs_as_the_first_does():
     (solo.loss(returns, torch.as_tensor(ds.labels)[last]).sum() / 32).backward()  # the batch's mean loss
     for (name, trained), own in zip(net.named_parameters(), fresh.parameters()):
         torch.testing.assert_close(trained.grad, own.grad, rtol=1e-4, atol=1e-8, msg=name)
+
+
+def flipped(n: int, share: float, seed: int = 0) -> tuple[PreferenceDataset, np.ndarray]:
+    """:func:`labelled` pairs with ``share`` of their labels flipped, and which."""
+    ds = labelled(n, seed)
+    wrong = np.random.default_rng(seed).permutation(n)[:round(share * n)]
+    ds.labels[wrong] = 1 - ds.labels[wrong]
+    return ds, np.isin(np.arange(n), wrong)
+
+
+def held_out_accuracy(net: RewardNet) -> float:
+    """How often the net ranks fresh pairs as their true returns do."""
+    held = random_pairs(500, length=6, seed=5)
+    with torch.no_grad():
+        returns = net(*held.tensors()).mean(0).sum(-1)
+    true = held.rews.sum(-1)
+    return float(((returns[:, 0] > returns[:, 1]).numpy() == (true[:, 0] > true[:, 1])).mean())
+
+
+def test_dropping_contradicted_labels_leaves_out_the_planted_wrong_ones():
+    ds, wrong = flipped(300, 0.1)
+    nets, dropped = {}, {}
+    for name, label_filter in (("all", KeepAll()), ("contradicted", DropContradicted(confidence=0.9))):
+        torch.manual_seed(0)
+        nets[name] = RewardNet(*spaces(), members=3)
+        trainer = RewardTrainer(nets[name], np.random.default_rng(0), epochs=30, label_filter=label_filter)
+        metrics = trainer.train(ds)
+        labels = torch.as_tensor(ds.labels)
+        probs = trainer.label_probs(trainer._encoder(ds.pairs.tensors()), labels)
+        keep = label_filter.keep(lambda p=probs: p, labels)
+        dropped[name] = ~keep.numpy().astype(bool)
+    # The flips the true returns contradict clearly are left out (the rest sit near ties), and no right label is.
+    assert (dropped["contradicted"] & wrong).sum() >= 2 / 3 * wrong.sum()
+    assert (dropped["contradicted"] & ~wrong).sum() == 0
+    assert metrics["reward_labels_dropped"] == dropped["contradicted"].sum()
+    assert not dropped["all"].any()
+    # Left out, they are not learned: fresh pairs are ranked better than by the net that believed them.
+    assert held_out_accuracy(nets["contradicted"]) > held_out_accuracy(nets["all"]) + 0.03
+
+
+def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
+    for bad in (0.5, 1.0):
+        with pytest.raises(ArgumentError, match="confidence"):
+            DropContradicted(confidence=bad)
+    # Members' probabilities of each pair's label, (members, pairs): the mean decides, against 1 - 0.85.
+    probs = torch.tensor([[0.10, 0.00, 0.15, 0.0], [0.15, 0.40, 0.20, 0.0]])
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.5])  # the last a tie: never judged
+    keep = DropContradicted(confidence=0.85).keep(lambda: probs, labels)
+    assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
+    assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels).tolist() == [1.0] * 4
+    assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
+
+
+def step_inputs(members: int, pairs: int, length: int) -> RewardInputs:
+    """Inputs whose single feature is the step's index in its fragment, with a done flag alike."""
+    steps = torch.arange(length, dtype=torch.float32).expand(members, pairs, 2, length)
+    return RewardInputs(steps[..., None].clone(), None, steps.clone())
+
+
+def test_temporal_crops_are_windows_inside_the_fragments_of_the_configured_lengths():
+    crop, rng = TemporalCrop(max_shorten=3), np.random.default_rng(0)
+    lengths, starts = set(), set()
+    for _ in range(200):
+        window = crop(step_inputs(2, 16, 8), rng)
+        first, size = window.x[..., 0, 0], window.x.shape[-2]
+        lengths.add(size)
+        starts.update(first.flatten().tolist())
+        # Consecutive steps of one fragment, wholly inside it, for every field.
+        torch.testing.assert_close(window.x[..., 0], first[..., None] + torch.arange(size, dtype=torch.float32))
+        torch.testing.assert_close(window.done, window.x[..., 0])
+        assert first.min() >= 0 and first.max() + size <= 8
+        assert len(set(first.flatten().tolist())) > 1 or size == 8  # each fragment has its own start
+    assert lengths == {5, 6, 7, 8} and starts == {0.0, 1.0, 2.0, 3.0}
+    assert TemporalCrop(max_shorten=20)(step_inputs(1, 4, 3), rng).x.shape[-2] >= 1  # at least one step
+    with pytest.raises(ArgumentError, match="max_shorten"):
+        TemporalCrop(max_shorten=0)
+
+
+def test_whole_fragments_are_scored_unchanged_and_draw_nothing():
+    inputs, rng = step_inputs(1, 2, 4), np.random.default_rng(0)
+    assert WholeFragments()(inputs, rng) is inputs
+    assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
+
+
+def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold():
+    labeller = PseudoLabels(threshold=0.9, weight=0.5)
+    margin = math.log(0.9 / 0.1)  # the return difference at which P(first preferred) is 0.9
+    diffs = torch.tensor([[margin + 0.01, -(margin + 0.01), margin - 0.01, -(margin - 0.01), 0.0]])
+    returns = torch.stack([diffs, torch.zeros_like(diffs)], -1).requires_grad_()
+    loss, labelled = labeller.loss(returns)
+    assert labelled.tolist() == [[1.0, 1.0, 0.0, 0.0, 0.0]]
+    # Cross-entropy against the member's own rounded prediction (first, second), weighted; none elsewhere.
+    expected = 0.5 * torch.nn.functional.softplus(-diffs[0, :2].abs())
+    torch.testing.assert_close(loss[0, :2], expected)
+    assert (loss[0, 2:] == 0).all()
+    loss.sum().backward()  # it trains the net towards its own confident answers
+    assert returns.grad[0, 0, 0] < 0 < returns.grad[0, 1, 0]
+    for bad in ({"threshold": 0.5}, {"threshold": 1.0}, {"weight": 0.0}, {"weight": math.inf}, {"ratio": 0}):
+        with pytest.raises(ArgumentError, match=next(iter(bad))):
+            PseudoLabels(**bad)
+    none, _ = NoPseudoLabels().loss(returns)
+    assert NoPseudoLabels.ratio == 0 and (none == 0).all()
+
+
+def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels():
+    ds = labelled(40)
+    unlabelled = random_pairs(200, length=6, seed=3)
+    trained = {}
+    for name, labeller in (("none", NoPseudoLabels()), ("surf", PseudoLabels(threshold=0.8, ratio=2))):
+        torch.manual_seed(0)
+        trainer = RewardTrainer(RewardNet(*spaces(), members=2), np.random.default_rng(0), epochs=20,
+                                pseudo_labels=labeller)
+        assert trainer.unlabelled_wanted(40) == labeller.ratio * 40
+        trainer.remember_unlabelled(unlabelled)
+        trained[name] = trainer.train(ds)
+    assert "reward_pseudo_labelled" not in trained["none"]
+    assert 0 < trained["surf"]["reward_pseudo_labelled"] <= 1  # some of the drawn pairs were confident enough
+    assert trained["none"]["reward_loss"] != trained["surf"]["reward_loss"]

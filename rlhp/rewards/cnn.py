@@ -35,7 +35,8 @@ class CnnRewardNet(RewardNet):
                  dense: int = 64, dropout: float = 0.5, batch_norm: bool = True, members: int = 1,
                  use_state: bool = True, use_action: bool = False, use_next_state: bool = False,
                  use_done: bool = False, shaping_gamma: float | None = None, normalize_input: bool = False,
-                 input_clip: float | None = None, normalize_output: bool = True, std_coef: float = 0.0) -> None:
+                 input_clip: float | None = None, normalize_output: bool = True, std_coef: float = 0.0,
+                 std_decay: float = 0.0) -> None:
         shape = getattr(observation_space, "shape", None)
         if not isinstance(observation_space, gym.spaces.Box) or len(shape) != 3:
             raise ArgumentError("convs", f"need image observations (channels, height, width), but the env's are "
@@ -49,7 +50,8 @@ class CnnRewardNet(RewardNet):
             raise ArgumentError("dropout", f"must lie in [0, 1), got {dropout}")
         self.dropout, self.batch_norm = dropout, batch_norm
         super().__init__(observation_space, action_space, [dense], members, use_state, use_action, use_next_state,
-                         use_done, shaping_gamma, normalize_input, input_clip, normalize_output, std_coef)
+                         use_done, shaping_gamma, normalize_input, input_clip, normalize_output, std_coef,
+                         std_decay)
 
     def make_body(self, in_dim: int, states: int) -> BatchedCNN:
         """The members' CNNs over ``states`` stacked observations, extras joining at the dense layer."""

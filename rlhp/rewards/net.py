@@ -44,6 +44,16 @@ class RewardInputs(NamedTuple):
         return RewardInputs(*(None if t is None else t.index_select(0, flat).view(*idx.shape, *t.shape[1:])
                               for t in self))
 
+    def window(self, starts: torch.Tensor, length: int) -> RewardInputs:
+        """``length`` steps of the last leading axis (time) from each row's start; ``starts`` has the leading
+        shape without that axis, and each start leaves room for the window."""
+        axis = starts.dim()
+        steps = starts[..., None] + torch.arange(length, device=starts.device)
+
+        def take(t: torch.Tensor) -> torch.Tensor:
+            return t.take_along_dim(steps.view(*steps.shape, *(1,) * (t.dim() - axis - 1)), dim=axis)
+        return RewardInputs(*(None if t is None else take(t) for t in self))
+
 
 class RewardNet(nn.Module):
     """Learned reward r(s, a, s', done), one scalar per member per transition.
@@ -61,7 +71,11 @@ class RewardNet(nn.Module):
         input_clip: clip standardised inputs to +-this, so the net cannot extrapolate to
             extreme rewards in states far outside the preference data (the agent finds them).
         normalize_output: scale the reward given to the agent by running statistics.
-        std_coef: the agent's reward is mean + std_coef * std over members (exploration bonus).
+        std_coef: the agent's reward is mean + beta * std over members, an exploration bonus where the members
+            disagree (RUNE, Liang et al. 2022), with beta = std_coef at first.
+        std_decay: beta = std_coef * (1 - std_decay) ** t after the agent's t env steps (RUNE's decay), so the
+            bonus fades as the reward is learned; steps are counted as the agent takes them, and relabelled
+            transitions get the current beta.
     """
 
     MAX_MEMBERS = 256
@@ -82,6 +96,7 @@ class RewardNet(nn.Module):
         input_clip: float | None = 5.0,
         normalize_output: bool = True,
         std_coef: float = 0.0,
+        std_decay: float = 0.0,
     ) -> None:
         super().__init__()
         if not (use_state or use_action or use_next_state or use_done):
@@ -106,7 +121,10 @@ class RewardNet(nn.Module):
         self.potential = self.make_body(obs_dim, 1) if shaping_gamma is not None else None
         self.state_norm = RunningNorm((obs_dim,)) if normalize_input and self.potential is not None else None
         self.norm = RunningNorm() if normalize_output else None
-        self.std_coef = std_coef
+        if not 0 <= std_decay < 1:
+            raise ArgumentError("std_decay", f"must lie in [0, 1), got {std_decay}")
+        self.std_coef, self.std_decay = std_coef, std_decay
+        self.bonus_steps = 0
         self.train(False)  # dropout and batch norm, where a body has them, train only inside the reward trainer
 
     def make_body(self, in_dim: int, states: int) -> BatchedMLP | BatchedCNN:
@@ -228,6 +246,11 @@ class RewardNet(nn.Module):
 
     reads_env_reward: ClassVar[bool] = False
 
+    @property
+    def std_beta(self) -> float:
+        """The exploration bonus's coefficient now: ``std_coef`` decayed over the agent's steps so far."""
+        return self.std_coef * (1 - self.std_decay) ** self.bonus_steps
+
     @torch.inference_mode()
     def agent_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
                      env_rewards: np.ndarray | None = None, update_stats: bool = True) -> np.ndarray:
@@ -238,7 +261,8 @@ class RewardNet(nn.Module):
         rew = self.forward(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones)))
         out = rew.mean(0)
         if self.members > 1 and self.std_coef:
-            out = out + self.std_coef * rew.std(0)
+            out = out + self.std_beta * rew.std(0)
+            self.bonus_steps += len(out) if update_stats else 0
         if self.norm is not None:
             out = self.norm(out, update=update_stats)
         return out.cpu().numpy()

@@ -18,6 +18,11 @@ from rlhp.data.preferences import PreferenceDataset
 from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
+from rlhp.training.augment import Crop, WholeFragments
+from rlhp.training.filters import KeepAll, LabelFilter
+from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
+
+WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL = WholeFragments(), NoPseudoLabels(), KeepAll()
 
 
 class PairScores(NamedTuple):
@@ -71,15 +76,22 @@ class RewardTrainer:
             ``[weight_decay / WEIGHT_DECAY_RANGE, weight_decay * WEIGHT_DECAY_RANGE]`` (a factor of
             100 either way), so a long run of over-fitting epochs cannot decay the weights to zero.
         noise_prob, discount_factor, threshold: the preference model (see ``preference_logprobs``).
+        crop: the steps of each pair a training batch scores (SURF's temporal crops, or whole fragments).
+        pseudo_labels: what it learns from unlabelled pairs (SURF's confident pseudo-labels, or nothing).
+        label_filter: which labels it trains on each epoch (all, or not those it confidently contradicts).
     """
 
     WEIGHT_DECAY_RANGE = 100.0
     ENCODE_ONCE_BYTES = 2**30
+    JUDGE_CHUNK = 4096
+    """Pairs scored at once when a label filter judges the labels."""
 
     def __init__(self, reward_net: RewardNet, rng: np.random.Generator, lr: float = 1e-3, batch_size: int = 32,
                  minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
-                 noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0) -> None:
+                 noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0,
+                 crop: Crop = WHOLE_FRAGMENTS, pseudo_labels: PseudoLabeller = NO_PSEUDO_LABELS,
+                 label_filter: LabelFilter = KEEP_ALL) -> None:
         for name, value in (("batch_size", batch_size), ("epochs", epochs),
                             ("minibatch_size", 1 if minibatch_size is None else minibatch_size)):
             if value < 1:
@@ -106,7 +118,17 @@ class RewardTrainer:
         self.epochs, self.val_split = epochs, val_split
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
+        self.crop, self.pseudo_labels, self.label_filter = crop, pseudo_labels, label_filter
+        self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+
+    def unlabelled_wanted(self, labelled: int) -> int:
+        """Unlabelled pairs to keep beside a dataset of ``labelled`` pairs (0 without pseudo-labels)."""
+        return self.pseudo_labels.ratio * labelled
+
+    def remember_unlabelled(self, pairs: FragmentPairs) -> None:
+        """Unlabelled pairs (the latest agent's) for pseudo-labels, kept until replaced."""
+        self.unlabelled = pairs
 
     def loss(self, returns: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Per-pair cross-entropy between the predicted preference and the label, for returns
@@ -132,7 +154,21 @@ class RewardTrainer:
             return self.net.encode(*raw).select
 
     def _returns(self, inputs: Callable[[torch.Tensor], RewardInputs], idx: torch.Tensor) -> torch.Tensor:
-        return self.net.returns(inputs(idx), self.discount_factor, per_member=idx.dim() == 2)
+        """Returns of the pairs at ``idx``: (pairs) scored by every member, or (members, pairs) each member
+        scoring its own, as training does, on the crop's steps."""
+        if idx.dim() == 1:
+            return self.net.returns(inputs(idx), self.discount_factor)
+        return self.net.returns(self.crop(inputs(idx), self.rng), self.discount_factor, per_member=True)
+
+    @torch.no_grad()
+    def label_probs(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor) -> torch.Tensor:
+        """Each member's probability of each pair's label, (members, pairs), in eval mode on whole fragments."""
+        training = self.net.training
+        self.net.train(False)
+        first = torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
+                           for idx in torch.arange(len(labels), device=labels.device).split(self.JUDGE_CHUNK)], dim=1)
+        self.net.train(training)
+        return labels * first + (1 - labels) * (1 - first)
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
@@ -158,12 +194,16 @@ class RewardTrainer:
         val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
         # Each ensemble member learns from its own bootstrap resample of the training pairs.
         sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
+        ratio = self.pseudo_labels.ratio if self.unlabelled is not None and len(self.unlabelled) else 0
+        if ratio:
+            unlabelled = self._encoder(self.unlabelled.tensors(device))
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
+            keep = self.label_filter.keep(lambda: self.label_probs(inputs, labels), labels)
             self.net.train(True)
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
-            shuffled_labels = labels[shuffled]
-            seen = []  # each batch's returns as it was trained on: the epoch's figures come from them at once
+            shuffled_labels, shuffled_keep = labels[shuffled], keep[shuffled]
+            seen, pseudo = [], []  # each batch's returns as trained on: the epoch's figures come from them at once
             for start in range(0, shuffled.shape[1], self.batch_size):
                 stop = min(start + self.batch_size, shuffled.shape[1])
                 self.optimizer.zero_grad(set_to_none=True)
@@ -171,11 +211,21 @@ class RewardTrainer:
                     part = slice(mini, min(mini + self.minibatch_size, stop))
                     returns = self._returns(inputs, shuffled[:, part])
                     # Members are independent, so summing their losses trains each at full rate.
-                    (self.loss(returns, shuffled_labels[:, part]).sum() / (stop - start)).backward()
+                    loss = (self.loss(returns, shuffled_labels[:, part]) * shuffled_keep[:, part]).sum()
+                    if ratio:
+                        drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
+                        extra, labelled = self.pseudo_labels.loss(
+                            self._returns(unlabelled, torch.as_tensor(drawn, device=device)))
+                        loss = loss + extra.sum() / ratio
+                        pseudo.append(labelled.mean())
+                    (loss / (stop - start)).backward()
                     seen.append(returns.detach())
                 self.optimizer.step()
             totals = self.scores(torch.cat(seen, dim=1), shuffled_labels).totals()
             metrics = summarise(totals, shuffled.numel(), "reward_")
+            metrics.update(self.label_filter.metrics(keep[torch.as_tensor(train, device=device)]))
+            if pseudo:
+                metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels))

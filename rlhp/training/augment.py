@@ -1,0 +1,50 @@
+"""Which steps of a labelled pair a training batch scores: the whole fragments, or SURF's temporal crops
+(Park et al. 2022), a new random window of each fragment every batch."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from rlhp.errors import ArgumentError
+from rlhp.rewards import RewardInputs
+
+
+class Crop(Protocol):
+    """Picks the steps of a batch's fragments that are scored."""
+
+    def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
+        """The inputs of the scored steps; the last leading axis of ``inputs`` is time."""
+
+
+class WholeFragments:
+    """Every step of both fragments, as labelled (draws no random numbers)."""
+
+    def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
+        """The inputs, unchanged."""
+        return inputs
+
+
+class TemporalCrop:
+    """SURF's temporal cropping: each batch scores windows of one length drawn uniformly from
+    ``[length - max_shorten, length]``, each fragment's window starting at its own uniform step, on the
+    assumption that a teacher who prefers one clip prefers most of its stretches too. The label is kept.
+
+    Args:
+        max_shorten: the most steps a window drops (SURF crops 5 steps of 50); a window keeps at least one step.
+    """
+
+    def __init__(self, max_shorten: int = 5) -> None:
+        if max_shorten < 1:
+            raise ArgumentError("max_shorten", f"must be at least 1 (crop=whole scores whole fragments), "
+                                f"got {max_shorten}")
+        self.max_shorten = max_shorten
+
+    def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
+        """A window of one drawn length from each fragment, at a drawn start of its own."""
+        *lead, length = inputs.x.shape[:-1]
+        size = int(rng.integers(max(1, length - self.max_shorten), length + 1))
+        starts = torch.as_tensor(rng.integers(0, length - size + 1, size=lead), device=inputs.x.device)
+        return inputs.window(starts, size)
