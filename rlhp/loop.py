@@ -219,21 +219,25 @@ class PreferenceComparisons(AgentRounds):
     def learn_reward(self, result: RoundResult, clock: _PhaseClock, callbacks: Sequence[Callback]) -> None:
         """Sample, fragment, query, gather, and train the reward model on every label so far."""
         k, n, metrics = self.iteration, self.comparisons[self.iteration], result.metrics
-        if n > 0:
-            steps = math.ceil(self.transition_oversampling * 2 * n * self.fragment_length)
+        unlabelled = self.reward_trainer.unlabelled_wanted(len(self.dataset) + n)
+        # A trainer that learns from unlabelled pairs gets fresh ones every round, sampled as for a round that
+        # queries as many pairs as are labelled, even in rounds that query none.
+        sampled_for = max(n, len(self.dataset)) if unlabelled else n
+        if sampled_for > 0:
+            steps = math.ceil(self.transition_oversampling * 2 * sampled_for * self.fragment_length)
             with clock("sample"):
                 result.sampled = self.source.sample(steps)
             metrics.update(self.source.metrics())
             if not self.allow_variable_horizon:
                 check_fixed_horizon(result.sampled, self.episode_lengths)
             with clock("fragment"):
-                pairs = self.fragmenter(result.sampled, self.fragment_length, n)
-                unlabelled = self.reward_trainer.unlabelled_wanted(len(self.dataset) + n)
                 if unlabelled:
                     self.reward_trainer.remember_unlabelled(
                         self.fragmenter.uniform(result.sampled, self.fragment_length, unlabelled))
-            with clock("query"):
-                self.gatherer.add(pairs, self.querent(pairs, k))
+                pairs = self.fragmenter(result.sampled, self.fragment_length, n) if n > 0 else None
+            if pairs is not None:
+                with clock("query"):
+                    self.gatherer.add(pairs, self.querent(pairs, k))
         with clock("gather"):
             answers = result.answers = self.gatherer()
         if len(answers):

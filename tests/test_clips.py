@@ -32,6 +32,21 @@ def test_a_minatar_cell_shows_the_colour_of_its_highest_lit_channel():
     assert len({tuple(c) for c in palette.colours}) == 5  # the background and a colour per channel
 
 
+def test_minatar_clips_have_the_colours_minatar_renders_itself():
+    import gymnasium as gym
+    import minatar.gym
+
+    minatar.gym.register_envs()
+    env = gym.make("MinAtar/Breakout-v1", render_mode="rgb_array")
+    env.reset(seed=3)
+    for _ in range(5):
+        env.step(1)
+    state = env.unwrapped.game.state()  # (10, 10, channels)
+    ours = PaletteFrames(channels=state.shape[-1], cell=2).frames(state.transpose(2, 0, 1)[None], np.zeros(1),
+                                                                   state.transpose(2, 0, 1), np.zeros((2, 0)))
+    np.testing.assert_allclose(ours[0, ::2, ::2] / 255, env.unwrapped.render(), atol=0.5 / 255)
+
+
 def test_an_image_observation_shows_its_newest_frame_scaled():
     obs = np.zeros((3, 4, 84, 84), np.uint8)
     obs[:, -1, 10, 20] = 200  # only the newest frame of each stack has the dot
@@ -55,6 +70,16 @@ def test_each_env_is_drawn_by_what_its_observations_are(env, kind, width):
     frames = draw.frames(obs, np.array([1, 1]), obs[-1], np.zeros((3, 0)))
     assert frames.shape[0] == 3 and frames.shape[2] == width and frames.dtype == np.uint8
     assert frames.std() > 0  # a picture
+
+
+def test_a_pendulum_frame_draws_the_torque_about_to_be_applied_and_the_last_frame_the_last_one():
+    draw = drawer(GymEnv("Pendulum-v1"), width=320)
+    assert type(draw) is RestoredFrames and draw.fps == 30  # Pendulum's own render_fps
+    obs = np.array([[1.0, 0.0, 0.0]] * 3, np.float32)  # upright, three times
+    frames = draw.frames(obs, np.array([[2.0], [-2.0], [1.0]], np.float32), obs[-1], np.zeros((4, 0)))
+    assert all((frames[i] != frames[j]).any() for i, j in ((0, 1), (1, 2), (0, 2)))  # the arrows differ
+    np.testing.assert_array_equal(frames[3], frames[2])  # the last observation shows the last torque again
+    assert drawer(GymEnv(FIXED_HORIZON_CARTPOLE), width=320).fps == 50
 
 
 def test_an_env_that_cannot_be_drawn_is_refused_by_its_id():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -53,12 +54,14 @@ def test_a_stop_request_ends_the_wait(tmp_path):
         assert len(gatherer()) == 0  # would otherwise wait for ever for its first label
 
 
-def test_the_oldest_unanswered_queries_expire_beyond_max_pending(tmp_path):
+def test_the_oldest_unanswered_queries_expire_beyond_max_pending(tmp_path, caplog):
     store = publish(tmp_path, 5)
     store.answer(store.lease_next("alice", 60).id, "alice", "left")  # the newest, 4, has an answer
     gatherer = HumanGatherer(tmp_path, serve=False, max_pending=2)
-    gatherer.add(None, np.zeros(0))
+    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+        gatherer.add(None, np.zeros(0))
     assert store.status()["expired"] == 2  # 0 and 1: the oldest without an answer
+    assert "2 unanswered queries expired (gatherer.max_pending=2)" in caplog.messages
     assert store.lease_next("bob", 60).id == 3
 
 
@@ -73,6 +76,18 @@ def test_a_resumed_gatherer_takes_again_what_it_took_after_its_checkpoint(tmp_pa
     resumed = checkpoint
     assert resumed().ids.tolist() == [1, 2]  # round 1 again: taken again, not lost
     assert len(resumed()) == 0  # and not twice
+
+
+def test_a_pickled_gatherer_leaves_its_session_behind_and_waits_again_when_loaded(tmp_path):
+    store = publish(tmp_path, 2)
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5)
+    with gatherer.session(stop=lambda: True):  # a lambda: pickling it would fail
+        gatherer.url, gatherer._server = "http://127.0.0.1:1/", object()  # as a serving session holds them
+        loaded = pickle.loads(pickle.dumps(gatherer))
+    assert loaded.url is None and loaded._server is None
+    threading.Timer(0.3, answer, (store, 1)).start()
+    start = time.monotonic()
+    assert len(loaded()) == 1 and time.monotonic() - start >= 0.3  # it waits for the first label, not stopped
 
 
 def journal(run_dir):

@@ -186,15 +186,17 @@ def test_a_pickled_loop_continues_as_the_original():
     assert copy.iteration == 2 and copy.source.agent.asked == [334, 367]
 
 
-def test_rounds_that_sample_hand_the_trainer_ratio_times_the_labelled_pairs_unlabelled_from_their_sample():
+def test_every_round_hands_the_trainer_ratio_times_the_labelled_pairs_unlabelled_from_its_own_sample():
     loop = make_loop(FakeAgent(), comparisons=(6, 0, 4))
     remembered = []
     loop.reward_trainer.pseudo_labels = PseudoLabels(ratio=3)
     loop.reward_trainer.remember_unlabelled = lambda pairs: remembered.append(pairs)
     recorder = Recorder()
     loop.run([recorder])
-    # Round 0: 3 x (0 labelled + 6 asked); round 1 samples nothing and keeps what it has; round 2: 3 x (3 + 4).
-    assert [len(p) for p in remembered] == [18, 21]
-    for pairs, result in zip(remembered, (recorder.results[0], recorder.results[2]), strict=True):
+    # Round 0: 3 x (0 labelled + 6 asked); round 1, which asks for none, 3 x 3; round 2: 3 x (3 + 4).
+    assert [len(p) for p in remembered] == [18, 9, 21]
+    # Each samples as for the pairs it asks for, or as many as are labelled when that is more.
+    assert loop.source.asked == [math.ceil(1.5 * 2 * n * 5) for n in (6, 3, 4)]
+    for pairs, result in zip(remembered, recorder.results, strict=True):
         sampled = {float(t.obs[0, 0]) for t in result.sampled}  # each FakeSource trajectory starts at its offset
         assert {float(o) for o in (pairs.obs[..., 0, 0] - pairs.start).ravel()} <= sampled

@@ -111,7 +111,7 @@ class PaletteFrames:
     needs_physics = False
     slow = False
 
-    def __init__(self, channels: int, cell: int = 32) -> None:
+    def __init__(self, channels: int, cell: int) -> None:
         import seaborn  # MinAtar's own dependency, for the palette its display uses
 
         self.colours = np.array([(0, 0, 0), *seaborn.color_palette("cubehelix", channels)]) * 255

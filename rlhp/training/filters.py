@@ -47,7 +47,7 @@ class DropContradicted:
         confidence: how sure the ensemble must be of the other answer, in (0.5, 1).
     """
 
-    def __init__(self, confidence: float = 0.9) -> None:
+    def __init__(self, confidence: float = 0.6) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
         self.confidence = confidence
