@@ -1,0 +1,112 @@
+"""The label-budget table: methods for fewer labels x label budgets x envs, over seeds, and B-Pref's imperfect
+teachers at one budget, each run with ``rlhp-train -m`` into its own sweep folder under ``--root``.
+
+A method is a set of overrides on the env's experiment (``METHODS``); ``--best`` names the overrides of the
+best combination. A finished sweep is reused (see ``bench_suite.sweep``). The tables give the final true
+return, mean and 95% Student-t interval over seeds, and the seeds that reach the env's target; the budget's
+person-minutes are its labels at 40 a minute (the labelling page's pace).
+
+    python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from bench_suite import cell, final, seeds, sweep
+from docblock import write_block
+
+ENVS = {"cartpole": ("cartpole_100_labels", 475.0), "pendulum": ("pendulum", -200.0)}
+"""An env's experiment, and the final true return at which a run counts as solved."""
+METHODS = {
+    "plain": [],
+    "+SURF": ["pseudo_labels=surf", "crop=temporal"],
+    "+RUNE": ["reward_net.std_coef=0.05", "reward_net.std_decay=3e-5"],
+    "+entropy queries": ["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
+    "+robustness": ["label_filter=contradicted"],
+}
+TEACHERS = {
+    "mistake (10% flipped)": ["gatherer.mistake=0.1"],
+    "skip (below 10% of the largest return)": ["gatherer.skip_frac=0.1"],
+    "equal (within 10%)": ["gatherer.equal_frac=0.1"],
+    "myopic (gamma 0.9)": ["gatherer.myopic_gamma=0.9"],
+}
+LABELS_A_MINUTE = 40
+
+
+def result(values: np.ndarray, target: float) -> str:
+    """``mean ± CI (solved/seeds)``."""
+    return f"{cell(values)} ({int((values >= target).sum())}/{len(values)})"
+
+
+def command(experiment: str, overrides: list[str], n_seeds: int) -> str:
+    """The sweep's command, as a reader would type it."""
+    return " ".join(["rlhp-train -m", f"experiment={experiment}", *overrides, seeds(n_seeds)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, "best"])
+    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", "pseudo_labels=surf",
+                                                       "crop=temporal"], help="the overrides of 'best'")
+    parser.add_argument("--budgets", nargs="+", type=int, default=[10, 25, 50, 100])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--teachers", nargs="*", default=list(TEACHERS), choices=list(TEACHERS))
+    parser.add_argument("--teacher-budget", type=int, default=100)
+    parser.add_argument("--teacher-methods", nargs="*", default=["plain", "+robustness"])
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once")
+    parser.add_argument("--root", type=Path, default=Path("outputs/bench_labels"))
+    parser.add_argument("--out", type=Path, default=None, help="write the tables here (else print them)")
+    parser.add_argument("--block", default="bench_labels", help="the marked block of --out to write")
+    args = parser.parse_args()
+    methods = {**METHODS, "best": args.best}
+
+    def run(env: str, method: str, budget: int, extra: list[str] = (), tag: str = "") -> tuple[np.ndarray, str]:
+        experiment, _ = ENVS[env]
+        overrides = [f"total_comparisons={budget}", *methods[method], *extra]
+        folder = args.root / env / method.strip("+").replace(" ", "_") / f"{budget}{tag}"
+        runs = sweep(folder, [f"experiment={experiment}", *overrides, seeds(args.seeds)], args.jobs)
+        return final(runs), command(experiment, overrides, args.seeds)
+
+    header = " | ".join(f"{b} labels ({b / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
+    lines = [f"Final true return, mean ± 95% CI over {args.seeds} seeds (seeds solved), by method and label budget; "
+             f"`best` is `{' '.join(args.best)}`. Written by `python scripts/bench_labels.py --envs "
+             f"{' '.join(args.envs)} --methods {' '.join(args.methods)} --budgets {' '.join(map(str, args.budgets))} "
+             f"--seeds {args.seeds}` on a 2-core CPU.", "",
+             f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
+    for env in args.envs:
+        target = ENVS[env][1]
+        for method in args.methods:
+            cells, cmd = [], ""
+            for budget in args.budgets:
+                values, cmd = run(env, method, budget)
+                cells.append(result(values, target))
+            cmd = cmd.replace(f"total_comparisons={args.budgets[-1]}",
+                              "total_comparisons=" + ",".join(map(str, args.budgets)))
+            lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")
+    if args.teachers:
+        lines += ["", f"B-Pref's imperfect teachers at {args.teacher_budget} labels, same figures:", "",
+                  f"| env | teacher | {' | '.join(args.teacher_methods)} | command |",
+                  "|---|---|" + "---:|" * len(args.teacher_methods) + "---|"]
+        for env in args.envs:
+            for teacher, extra in TEACHERS.items():
+                if teacher not in args.teachers:
+                    continue
+                cells = []
+                for method in args.teacher_methods:
+                    tag = "_" + extra[0].split(".")[1].replace("=", "")
+                    values, cmd = run(env, method, args.teacher_budget, extra, tag)
+                    cells.append(result(values, ENVS[env][1]))
+                lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | `{cmd}` |")
+    text = "\n".join(lines)
+    if args.out is None:
+        print(text)
+    else:
+        write_block(args.out, args.block, text)
+
+
+if __name__ == "__main__":
+    main()
