@@ -72,6 +72,20 @@ def test_each_env_is_drawn_by_what_its_observations_are(env, kind, width):
     assert frames.std() > 0  # a picture
 
 
+@pytest.mark.parametrize("env_id", ["Acrobot-v1", "MountainCar-v0", "CartPole-v1"])
+def test_a_classic_control_fragment_is_drawn_as_the_env_showed_it_live(env_id):
+    import gymnasium as gym
+
+    live = gym.make(env_id, render_mode="rgb_array").unwrapped
+    obs, shown, acts = [live.reset(seed=1)[0]], [live.render()], []
+    for t in range(6):
+        acts.append(t % 2)
+        obs.append(live.step(acts[-1])[0])
+        shown.append(live.render())
+    frames = drawer(GymEnv(env_id), width=320).frames(np.stack(obs[:-1]), np.array(acts), obs[-1], np.zeros((7, 0)))
+    np.testing.assert_array_equal(frames, np.stack(shown))
+
+
 def test_a_pendulum_frame_draws_the_torque_about_to_be_applied_and_the_last_frame_the_last_one():
     draw = drawer(GymEnv("Pendulum-v1"), width=320)
     assert type(draw) is RestoredFrames and draw.fps == 30  # Pendulum's own render_fps
