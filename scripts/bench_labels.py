@@ -97,7 +97,7 @@ def main() -> None:
                     continue
                 cells = []
                 for method in args.teacher_methods:
-                    tag = "_" + extra[0].split(".")[1].replace("=", "")
+                    tag = "_" + extra[0].split(".", 1)[1].replace("=", "")
                     values, cmd = run(env, method, args.teacher_budget, extra, tag)
                     cells.append(result(values, ENVS[env][1]))
                 lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | `{cmd}` |")
