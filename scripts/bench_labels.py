@@ -95,12 +95,13 @@ def main() -> None:
             for teacher, extra in TEACHERS.items():
                 if teacher not in args.teachers:
                     continue
-                cells = []
+                cells, commands = [], []
                 for method in args.teacher_methods:
                     tag = "_" + extra[0].split(".", 1)[1].replace("=", "")
                     values, cmd = run(env, method, args.teacher_budget, extra, tag)
                     cells.append(result(values, ENVS[env][1]))
-                lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | `{cmd}` |")
+                    commands.append(f"{method}: `{cmd}`")
+                lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | {'<br>'.join(commands)} |")
     text = "\n".join(lines)
     if args.out is None:
         print(text)

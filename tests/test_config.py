@@ -105,6 +105,14 @@ def test_the_100_label_experiment_changes_only_what_it_names_on_top_of_the_readm
     assert few == base
 
 
+def test_the_10_label_experiment_asks_all_its_labels_at_once_and_changes_nothing_else():
+    hundred, ten = (OmegaConf.to_container(composed("train", [f"experiment=cartpole_{n}_labels"])) for n in (100, 10))
+    assert (ten["total_comparisons"], ten["initial_comparison_frac"]) == (10, 1.0)
+    for cfg in (hundred, ten):
+        del cfg["total_comparisons"], cfg["initial_comparison_frac"]
+    assert ten == hundred
+
+
 def test_the_trex_experiment_is_the_defaults_with_ranked_demos_ranked_by_return_and_whole_episodes(tmp_path):
     trex = ["gatherer=ranked", "trajectories=demos", "trajectories.path=demos", "trajectories.rank_by=return",
             "trajectories.max_episode_steps=100", "fragment_length=500"]
