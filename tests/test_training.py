@@ -376,3 +376,19 @@ def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels(
     assert "reward_pseudo_labelled" not in trained["none"]
     assert 0 < trained["surf"]["reward_pseudo_labelled"] <= 1  # some of the drawn pairs were confident enough
     assert trained["none"]["reward_loss"] != trained["surf"]["reward_loss"]
+
+
+def test_pseudo_labels_pull_the_model_towards_its_own_confident_answers_on_unlabelled_pairs():
+    ds, unlabelled = labelled(40), random_pairs(200, length=6, seed=3)
+    margins = {}
+    for weight in (1e-9, 1.0):  # the same random draws; only the pseudo-labels' weight differs
+        torch.manual_seed(0)
+        net = RewardNet(*spaces(), members=2)
+        trainer = RewardTrainer(net, np.random.default_rng(0), epochs=20,
+                                pseudo_labels=PseudoLabels(threshold=0.6, weight=weight, ratio=4))
+        trainer.remember_unlabelled(unlabelled)
+        trainer.train(ds)
+        with torch.no_grad():
+            returns = net(*unlabelled.tensors()).sum(-1)  # (members, pairs, 2)
+        margins[weight] = float((returns[..., 0] - returns[..., 1]).abs().mean())
+    assert margins[1.0] > 1.15 * margins[1e-9]  # surer of the unlabelled pairs it labels itself
