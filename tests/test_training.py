@@ -392,3 +392,17 @@ def test_pseudo_labels_pull_the_model_towards_its_own_confident_answers_on_unlab
             returns = net(*unlabelled.tensors()).sum(-1)  # (members, pairs, 2)
         margins[weight] = float((returns[..., 0] - returns[..., 1]).abs().mean())
     assert margins[1.0] > 1.15 * margins[1e-9]  # surer of the unlabelled pairs it labels itself
+
+
+def test_the_crop_shapes_every_training_batch_and_never_validation_or_judging():
+    seen = []
+
+    class Recorded:
+        def __call__(self, inputs, rng):
+            seen.append(tuple(inputs.x.shape[:-1]))
+            return TemporalCrop(max_shorten=2)(inputs, rng)
+
+    trainer = RewardTrainer(RewardNet(*spaces(), members=2), np.random.default_rng(0), batch_size=16, epochs=1,
+                            val_split=0.25, crop=Recorded(), label_filter=DropContradicted())
+    trainer.train(labelled(64))  # 48 training pairs: three batches of 16; 16 validated and all 64 judged whole
+    assert seen == [(2, 16, 2, 6)] * 3
