@@ -50,8 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, "best"])
-    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", "pseudo_labels=surf",
-                                                       "crop=temporal"], help="the overrides of 'best'")
+    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+RUNE"]],
+                        help="the overrides of 'best'")
     parser.add_argument("--budgets", nargs="+", type=int, default=[10, 25, 50, 100])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--teachers", nargs="*", default=list(TEACHERS), choices=list(TEACHERS))
