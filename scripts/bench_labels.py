@@ -12,6 +12,7 @@ person-minutes are its labels at 40 a minute (the labelling page's pace).
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
@@ -72,10 +73,13 @@ def main() -> None:
         return final(runs), command(experiment, overrides, args.seeds)
 
     header = " | ".join(f"{b} labels ({b / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
-    lines = [f"Final true return, mean ± 95% CI over {args.seeds} seeds (seeds solved), by method and label budget; "
-             f"`best` is `{' '.join(args.best)}`. Written by `python scripts/bench_labels.py --envs "
-             f"{' '.join(args.envs)} --methods {' '.join(args.methods)} --budgets {' '.join(map(str, args.budgets))} "
-             f"--seeds {args.seeds}` on a 2-core CPU.", "",
+    best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
+    teachers = " ".join(f'"{t}"' for t in args.teachers)
+    lines = [f"Final true return, mean ± 95% CI over {args.seeds} seeds (seeds solved), by method and label budget"
+             f"{best}. "
+             f"Written by `python scripts/bench_labels.py --envs {' '.join(args.envs)} --methods "
+             f"{' '.join(args.methods)} --budgets {' '.join(map(str, args.budgets))} --seeds {args.seeds} --teachers "
+             f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
         target = ENVS[env][1]
