@@ -309,10 +309,6 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
     assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels).tolist() == [1.0] * 4
     assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
-    warm = DropContradicted(confidence=0.85, warmup_epochs=2)
-    assert [warm.keep(lambda: probs, labels).tolist() for _ in range(3)] == [[1.0] * 4] * 2 + [[0.0, 1.0, 1.0, 1.0]]
-    with pytest.raises(ArgumentError, match="warmup_epochs"):
-        DropContradicted(warmup_epochs=-1)
 
 
 def step_inputs(members: int, pairs: int, length: int) -> RewardInputs:

@@ -43,27 +43,17 @@ class DropContradicted:
     label is contradicted before it is learned, and once left out it is not learned. It is judged again each
     epoch: a label the model comes to agree with is trained on again. Ties (label 0.5) are always kept.
 
-    An untrained net is no judge: its random returns can be far apart, so the first ``warmup_epochs`` epochs the
-    trainer runs (counted over all its calls) train on every label.
-
     Args:
         confidence: how sure the ensemble must be of the other answer, in (0.5, 1).
-        warmup_epochs: epochs on every label before any is judged.
     """
 
-    def __init__(self, confidence: float = 0.6, warmup_epochs: int = 0) -> None:
+    def __init__(self, confidence: float = 0.6) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
-        if warmup_epochs < 0:
-            raise ArgumentError("warmup_epochs", f"must be >= 0, got {warmup_epochs}")
-        self.confidence, self.warmup_epochs = confidence, warmup_epochs
-        self.epochs = 0
+        self.confidence = confidence
 
     def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-        """0 where the members' mean probability of the label is below ``1 - confidence``, after the warm-up."""
-        self.epochs += 1
-        if self.epochs <= self.warmup_epochs:
-            return torch.ones_like(labels)
+        """0 where the members' mean probability of the label is below ``1 - confidence``."""
         return ((label_probs().mean(0) >= 1 - self.confidence) | (labels == 0.5)).to(labels.dtype)
 
     def metrics(self, keep: torch.Tensor) -> dict[str, float]:
