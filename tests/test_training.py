@@ -311,6 +311,18 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
 
 
+def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first():
+    for bad in (0.0, 1.5):
+        with pytest.raises(ArgumentError, match="max_fraction"):
+            DropContradicted(max_fraction=bad)
+    # Ten pairs, one member: five contradicted (under 0.4), a tie that is never judged.
+    probs = torch.tensor([[0.30, 0.90, 0.05, 0.35, 0.20, 0.70, 0.00, 0.10, 0.60, 0.99]])
+    labels = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0])
+    dropped = {share: (1 - DropContradicted(max_fraction=share).keep(lambda: probs, labels)).nonzero().ravel().tolist()
+               for share in (1.0, 0.3, 0.25, 0.1, 0.05)}
+    assert dropped == {1.0: [0, 2, 3, 4, 7], 0.3: [2, 4, 7], 0.25: [2, 7], 0.1: [2], 0.05: []}
+
+
 def step_inputs(members: int, pairs: int, length: int) -> RewardInputs:
     """Inputs whose single feature is the step's index in its fragment, with a done flag alike."""
     steps = torch.arange(length, dtype=torch.float32).expand(members, pairs, 2, length)

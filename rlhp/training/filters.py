@@ -43,18 +43,32 @@ class DropContradicted:
     label is contradicted before it is learned, and once left out it is not learned. It is judged again each
     epoch: a label the model comes to agree with is trained on again. Ties (label 0.5) are always kept.
 
+    At most ``max_fraction`` of the pairs are left out, the most contradicted first (co-teaching's budget,
+    Han et al. 2018, set near the teacher's error rate): where the model is still wrong about much of the task,
+    it contradicts right labels too, and leaving them all out would lock its errors in.
+
     Args:
         confidence: how sure the ensemble must be of the other answer, in (0.5, 1).
+        max_fraction: the largest share of the pairs left out in one epoch, in (0, 1].
     """
 
-    def __init__(self, confidence: float = 0.6) -> None:
+    def __init__(self, confidence: float = 0.6, max_fraction: float = 1.0) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
-        self.confidence = confidence
+        if not 0 < max_fraction <= 1:
+            raise ArgumentError("max_fraction", f"must lie in (0, 1], got {max_fraction}")
+        self.confidence, self.max_fraction = confidence, max_fraction
 
     def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-        """0 where the members' mean probability of the label is below ``1 - confidence``."""
-        return ((label_probs().mean(0) >= 1 - self.confidence) | (labels == 0.5)).to(labels.dtype)
+        """0 where the members' mean probability of the label is below ``1 - confidence``, for at most
+        ``max_fraction`` of the pairs, those of lowest probability."""
+        probs = label_probs().mean(0)
+        drop = (probs < 1 - self.confidence) & (labels != 0.5)
+        limit = int(self.max_fraction * len(labels))
+        if int(drop.sum()) > limit:
+            worst = torch.topk(probs.masked_fill(~drop, 2.0), limit, largest=False).indices
+            drop = torch.zeros_like(drop).index_fill_(0, worst, True)
+        return (~drop).to(labels.dtype)
 
     def metrics(self, keep: torch.Tensor) -> dict[str, float]:
         """``reward_labels_dropped``: the training pairs left out of the last epoch."""
