@@ -55,8 +55,8 @@ def preference_comparisons(cfg: DictConfig, env: GymEnv, rng: np.random.Generato
     if run_dir is not None:
         context["run_dir"] = run_dir
     querent = build(cfg.querent, **context)
-    if querent.needs_physics:  # before the source makes its env copies
-        env.record_physics()
+    if querent.needs_states:  # before the source makes its env copies
+        env.record_states()
     source = _source(cfg, env, rng, reward_net)
     if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "

@@ -93,9 +93,9 @@ class RandomFragmenter:
         frame_idx = (act_off + stack * np.arange(len(trajs)))[which, None] + starts[:, None] \
             + np.arange(fragment_length + stack)
         all_frames = np.concatenate([t.frames for t in trajs])
-        # Physics states: one per observation, len + 1 a trajectory.
+        # Recorded states: one per observation, len + 1 a trajectory.
         state_idx = (act_off + np.arange(len(trajs)))[which, None] + starts[:, None] + np.arange(fragment_length + 1)
-        all_states = np.concatenate([t.physics for t in trajs])
+        all_states = np.concatenate([t.states for t in trajs])
         terminal = np.array([t.terminal for t in trajs])[which, None]
         shape = (num_pairs, 2, fragment_length)
         return FragmentPairs(

@@ -62,7 +62,7 @@ def cartpole_pairs(n: int, length: int = 20, seed: int = 0) -> FragmentPairs:
 def hopper_pairs(n: int, length: int = 50, seed: int = 0) -> tuple[GymEnv, FragmentPairs]:
     """Fragments of a random Hopper-v5 policy, with the physics states their clips are drawn from."""
     env = GymEnv("Hopper-v5", n_envs=1, kwargs={"terminate_when_unhealthy": False})
-    env.record_physics()
+    env.record_states()
     venv = env.make(seed)
     venv.action_space.seed(seed)
     episodes = rollout(venv, random_policy(venv.action_space), steps=2 * n * length)

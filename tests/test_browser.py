@@ -64,7 +64,7 @@ def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s
     pytest.importorskip("mujoco")
     env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=60, kwargs={"terminate_when_unhealthy": False},
                  task=Backflip())
-    env.record_physics()
+    env.record_states()
     venv = env.make(seed=0)
     venv.action_space.seed(0)
     pairs = RandomFragmenter(np.random.default_rng(0))(rollout(venv, random_policy(venv.action_space), episodes=2),

@@ -11,7 +11,15 @@ from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.errors import ConfigError
 from rlhp.feedback import WebQuerent
-from rlhp.feedback.clips import NewestFrames, PaletteFrames, PhysicsFrames, RestoredFrames, drawer, without_shadows
+from rlhp.feedback.clips import (
+    GameFrames,
+    NewestFrames,
+    PaletteFrames,
+    PhysicsFrames,
+    RestoredFrames,
+    drawer,
+    without_shadows,
+)
 from rlhp.feedback.prefetch import ClipPrefetcher
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
@@ -58,7 +66,6 @@ def test_an_image_observation_shows_its_newest_frame_scaled():
 
 @pytest.mark.parametrize(("env", "kind", "width"), [
     (lambda: MinAtarEnv("Breakout"), PaletteFrames, 320),
-    (lambda: AtariEnv("ALE/Pong-v5", kwargs={"frameskip": 1}), NewestFrames, 336),
     (lambda: GymEnv(FIXED_HORIZON_CARTPOLE), RestoredFrames, 600),
 ])
 def test_each_env_is_drawn_by_what_its_observations_are(env, kind, width):
@@ -105,7 +112,7 @@ def hopper_episode(steps: int):
     """A recorded Hopper episode of random actions, and the env that made it."""
     pytest.importorskip("mujoco")
     env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=steps, kwargs={"terminate_when_unhealthy": False})
-    env.record_physics()
+    env.record_states()
     venv = env.make(seed=3)
     venv.action_space.seed(0)
     return env, rollout(venv, random_policy(venv.action_space), episodes=1)[0]
@@ -120,7 +127,7 @@ def assert_same_pictures(drawn: np.ndarray, shown: np.ndarray) -> None:
 
 def test_a_mujoco_fragment_is_drawn_from_its_recorded_physics_exactly_as_the_env_showed_it_live():
     env, episode = hopper_episode(12)
-    assert episode.physics.shape == (13, 12) and not any("physics" in info for info in episode.infos)
+    assert episode.states.shape == (13, 12) and not any("recorded_state" in info for info in episode.infos)
     live = env.make_single(render_mode="rgb_array", width=160, height=120)
     without_shadows(live)  # as clips are drawn
     live.reset(seed=3)  # the vec env's only copy got the run's seed
@@ -129,16 +136,56 @@ def test_a_mujoco_fragment_is_drawn_from_its_recorded_physics_exactly_as_the_env
         live.step(act)
         shown.append(live.render())
     draw = drawer(env, width=160, fps=125)  # Hopper's own rate: every step
-    assert type(draw) is PhysicsFrames and draw.needs_physics and draw.stride == 1
-    drawn = draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.physics)
+    assert type(draw) is PhysicsFrames and draw.needs_states and draw.stride == 1
+    drawn = draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states)
     assert_same_pictures(drawn, np.stack(shown))
     assert (drawn[0] != drawn[-1]).mean() > 1e-3  # it moves: far more differs than the tolerance allows
     slow = drawer(env, width=160)  # a person needs 25 frames a second: every 5th of Hopper's 125, and the last
     assert slow.stride == 5 and slow.fps == 25
-    assert_same_pictures(slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.physics),
+    assert_same_pictures(slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states),
                          np.stack(shown)[[0, 5, 10, 12]])
     with pytest.raises(ValueError, match="carry no physics states"):
         slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((13, 0)))
+
+
+def test_an_atari_fragment_is_replayed_in_the_colours_the_game_showed_live():
+    env = AtariEnv("ALE/Pong-v5", n_envs=1, max_episode_steps=40, kwargs={"frameskip": 1})
+    env.record_states()
+    venv = env.make(seed=3)
+    venv.action_space.seed(0)
+    episode = rollout(venv, random_policy(venv.action_space), episodes=1)[0]
+    assert episode.states.dtype == np.uint8 and episode.states.shape[0] == 41
+    live = env.make_single(render_mode="rgb_array")
+    live.reset(seed=3)  # the vec env's only copy got the run's seed
+    shown = []
+    for act in episode.acts:
+        live.step(act)
+        shown.append(live.render())
+    draw = drawer(env, width=320)
+    assert type(draw) is GameFrames and draw.needs_states and draw.fps == 15  # 60 Hz, a step every 4 frames
+    drawn = draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states)
+    assert drawn.shape == (40, 210, 160, 3)
+    np.testing.assert_array_equal(drawn, np.stack(shown))
+    assert (drawn[1:] != drawn[:-1]).any(axis=(1, 2, 3)).mean() > 0.5  # a frame one step off would not pass
+    with pytest.raises(ValueError, match="carry no emulator states"):
+        draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((41, 0)))
+
+
+def test_people_labelling_atari_get_its_colour_screens_and_the_labels_keep_no_emulator_states(tmp_path):
+    from helpers import composed
+
+    from rlhp.compose import compose
+    from rlhp.data import PreferenceDataset
+    loop = compose(composed("train", ["env=atari", "gatherer=human", "debug=fast"]), tmp_path)
+    assert loop.querent.needs_states and loop.source.env.recording
+    assert type(loop.querent.renderer.drawer) is GameFrames
+    dataset = PreferenceDataset()
+    pairs = FragmentPairs(frames=np.zeros((1, 2, 6, 84, 84), np.uint8), acts=np.zeros((1, 2, 3), np.int64),
+                          dones=np.zeros((1, 2, 3), bool), rews=np.zeros((1, 2, 3), np.float32),
+                          episode=np.zeros((1, 2), np.int64), start=np.zeros((1, 2), np.int64),
+                          quality=np.zeros((1, 2)), frame_stack=3, states=np.ones((1, 2, 4, 100), np.uint8))
+    dataset.push(pairs, np.array([1.0], np.float32), np.array([0]))
+    assert dataset.pairs.states.shape == (1, 2, 4, 0)  # clips are drawn from the query's own copy
 
 
 def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp_path):
@@ -147,14 +194,14 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert pairs.states.shape == (3, 2, 11, 12)
     for i, side in np.ndindex(3, 2):
         start = pairs.start[i, side]
-        np.testing.assert_array_equal(pairs.states[i, side], episode.physics[start:start + 11])
+        np.testing.assert_array_equal(pairs.states[i, side], episode.states[start:start + 11])
         np.testing.assert_array_equal(pairs.frames[i, side], episode.obs[start:start + 11])
     again = FragmentPairs.from_columns(pairs.columns())
     np.testing.assert_array_equal(again.states, pairs.states)
     plain = FragmentPairs.from_columns({k: v for k, v in pairs.columns().items() if k != "states"})
     assert plain.states.shape == (3, 2, 11, 0) and "states" not in plain.columns()
     querent = WebQuerent(env, tmp_path, width=160, prefetch=2)  # states kept with the query, drawn lazily
-    assert querent.needs_physics
+    assert querent.needs_states
     ids = querent(pairs)
     np.testing.assert_array_equal(querent.store.pairs(ids).states, pairs.states)
     drawn = wait_until_drawn(querent.store, 2)
@@ -192,7 +239,7 @@ def test_people_teaching_a_backflip_get_mujoco_clips_and_the_task_s_instructions
     from rlhp.envs.tasks import BACKFLIP
     loop = compose(composed("train", ["experiment=backflip", "gatherer=human", "debug=fast", "fragment_length=10"]),
                    tmp_path)
-    assert loop.querent.needs_physics and loop.source.env.physics  # recorded from the first sampled step
+    assert loop.querent.needs_states and loop.source.env.recording  # recorded from the first sampled step
     assert loop.querent.instructions == BACKFLIP
     plain = compose(composed("train", ["env=gym", "env.id=Hopper-v5", "agent=sac", "debug=fast"]), tmp_path / "b")
-    assert not plain.source.env.physics  # nobody looks: nothing recorded
+    assert not plain.source.env.recording  # nobody looks: nothing recorded

@@ -22,8 +22,8 @@ class FragmentPairs:
     where unknown); ``dones`` marks the last step of a terminal trajectory. Provenance: ``episode`` is the
     fragment's episode (its dataset row, -1 when it has none), ``start`` its first step there, ``quality``
     the episode's rank when its dataset ranks episodes, else its true return (what a ranking teacher compares).
-    ``states`` are the physics states behind each observation, (pairs, 2, length + 1, state size), where the
-    env recorded them for drawing clips (:mod:`rlhp.envs.physics`); else their size is 0, and they are no column.
+    ``states`` are the recorded states behind each observation, (pairs, 2, length + 1, state size), where the
+    env recorded them for drawing clips (:mod:`rlhp.envs.states`); else their size is 0, and they are no column.
     """
 
     frames: np.ndarray

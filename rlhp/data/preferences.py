@@ -49,7 +49,8 @@ class PreferenceDataset:
             raise ValueError(f"labels must be a float32 array of shape ({len(pairs)},), got "
                              f"{getattr(labels, 'dtype', type(labels))} {getattr(labels, 'shape', '')}")
         n, m = len(self), len(pairs)
-        new = pairs.columns()
+        # Recorded states only draw clips, which the query keeps; an Atari pair's would outweigh its frames.
+        new = {k: v for k, v in pairs.columns().items() if k != "states"}
         if not n:
             self._columns = {k: np.empty((max(m, self.capacity), *v.shape[1:]), v.dtype) for k, v in new.items()}
             self._frame_stack = pairs.frame_stack

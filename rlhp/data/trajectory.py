@@ -10,9 +10,9 @@ import numpy as np
 
 from rlhp.data.frames import frames_of, shared, stacks
 
-STATE, FINAL_STATE = "physics", "final_physics"
-"""Info keys an env that records physics states fills (:mod:`rlhp.envs.physics`): the state a step starts from,
-and on an episode's last step the state it ends in; a trajectory holds them in ``physics``."""
+STATE, FINAL_STATE = "recorded_state", "final_recorded_state"
+"""Info keys an env that records its states fills (:mod:`rlhp.envs.states`): the state a step starts from,
+and on an episode's last step the state it ends in; a trajectory holds them in ``states``."""
 
 Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
@@ -27,7 +27,7 @@ class Trajectory:
     dataset it was loaded from (-1 otherwise) and ``rank`` its quality rank there (0 = worst), if any.
     With ``frame_stack`` > 1 each observation is a stack of that many consecutive frames (Atari), and ``obs``
     is a read-only view over the episode's frames, each held once (``len + frame_stack`` of them).
-    ``physics`` holds, where the env recorded them (:mod:`rlhp.envs.physics`), the physics state behind each
+    ``states`` holds, where the env recorded them (:mod:`rlhp.envs.states`), the state behind each
     observation, (len + 1, state size); else it is (len + 1, 0). It is for drawing clips, and is not saved
     in datasets.
     """
@@ -40,11 +40,11 @@ class Trajectory:
     episode: int = -1
     rank: float | None = None
     frame_stack: int = 1
-    physics: np.ndarray | None = None
+    states: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.physics is None:  # none recorded: no columns, one row per observation all the same
-            self.physics = np.zeros((len(self.rews) + 1, 0))
+        if self.states is None:  # none recorded: no columns, one row per observation all the same
+            self.states = np.zeros((len(self.rews) + 1, 0))
         if self.frame_stack > 1:
             self.obs = shared(self.obs, axis=0)
 
@@ -62,7 +62,9 @@ class Trajectory:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         k = state.get("frame_stack", 1)
-        state = {"physics": np.zeros((len(state["rews"]) + 1, 0)), **state}  # pickled before physics states
+        state = dict(state)
+        recorded = state.pop("physics", None)  # pickled when only MuJoCo's states were recorded, by that name
+        state = {"states": np.zeros((len(state["rews"]) + 1, 0)) if recorded is None else recorded, **state}
         self.__dict__.update(state, infos=state["infos"].unpack(),
                              obs=stacks(state["obs"], k, axis=0) if k > 1 else state["obs"])
 
@@ -151,7 +153,7 @@ class TrajectoryRecorder:
                 terminal=not infos[env].get("TimeLimit.truncated", False),
                 infos=[_without_copies(step[env]) for step in self._infos[lo:]],
                 frame_stack=self.frame_stack,
-                physics=_physics(self._infos[lo:], env),
+                states=_states(self._infos[lo:], env),
             ))
             self._start[env] = now + 1
         if len(ended):
@@ -202,7 +204,7 @@ class TrajectoryRecorder:
 
 
 _HELD_ELSEWHERE = frozenset({"terminal_observation", STATE, FINAL_STATE})
-"""Info keys whose values a trajectory holds in its own arrays (the final observation, physics states)."""
+"""Info keys whose values a trajectory holds in its own arrays (the final observation, recorded states)."""
 
 
 def _without_copies(info: dict) -> dict:
@@ -210,8 +212,8 @@ def _without_copies(info: dict) -> dict:
     return {k: v for k, v in info.items() if k not in _HELD_ELSEWHERE} if _HELD_ELSEWHERE & info.keys() else info
 
 
-def _physics(steps: list[list[dict]], env: int) -> np.ndarray | None:
-    """An ended episode's physics states from its steps' infos, None when the env recorded none."""
+def _states(steps: list[list[dict]], env: int) -> np.ndarray | None:
+    """An ended episode's recorded states from its steps' infos, None when the env recorded none."""
     if STATE not in steps[0][env]:
         return None
     return np.stack([step[env][STATE] for step in steps] + [steps[-1][env][FINAL_STATE]])

@@ -18,6 +18,13 @@ from rlhp.envs.games import GameEnv
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
+CONSOLE_HZ = 60
+"""Frames an Atari 2600 draws a second (NTSC); ALE's ``render_fps`` metadata is a display rate, not this."""
+
+STATE_BYTES = 16384
+"""The width of a recorded emulator state: its length (4 bytes), then ALE's serialisation (14.4 kB, give or
+take 30 bytes as its numbers are written as text), then zeros; every step's state has the same width."""
+
 
 class AtariEnv(GameEnv):
     """``env=atari env.id=ALE/Pong-v5``: an ALE game (ale-py ships the ROMs), preprocessed and stacked.
@@ -64,6 +71,17 @@ class AtariEnv(GameEnv):
         return AtariWrapper(KeepGameState(env), noop_max=self.noop_max, frame_skip=self.frame_skip,
                             screen_size=self.screen_size, terminal_on_life_loss=False, clip_reward=False)
 
+    def read_state(self, env: gym.Env) -> np.ndarray:
+        """The console's emulator state with its random generator (sticky actions draw from it), serialised in
+        :data:`STATE_BYTES` (two 84x84 frames' worth): :func:`replay` draws the step that starts from it."""
+        data = env.unwrapped.ale.cloneState(include_rng=True).serialize()
+        if len(data) > STATE_BYTES - 4:
+            raise ValueError(f"{self.id}'s emulator state takes {len(data)} bytes, over {STATE_BYTES - 4}")
+        state = np.zeros(STATE_BYTES, np.uint8)
+        state[:4] = np.frombuffer(np.uint32(len(data)).tobytes(), np.uint8)
+        state[4:4 + len(data)] = np.frombuffer(data, np.uint8)
+        return state
+
     def stack(self, env: gym.Env) -> gym.Env:
         """The newest ``frame_stack`` frames, channel-first: (4, 84, 84)."""
         env = gym.wrappers.FrameStackObservation(env, self.frame_stack)
@@ -86,6 +104,21 @@ class KeepGameState(gym.Wrapper):
         game = self.env.unwrapped
         game.ale.restoreState(game_state)
         game.np_random = np_random
+
+
+def replay(env: gym.Env, state: np.ndarray, action: int, frame_skip: int) -> np.ndarray:
+    """The colour screen after an agent step, replayed on ``env`` (a copy made with ``render_mode="rgb_array"``)
+    from the emulator ``state`` it started in (:meth:`AtariEnv.read_state`): the console is deterministic, so
+    this is the screen the agent's copy showed, where the agent's frames are grey, 84x84 and max-pooled."""
+    import ale_py
+
+    game = env.unwrapped
+    size = int(state[:4].view(np.uint32)[0])
+    game.ale.restoreState(ale_py.ALEState(state[4:4 + size].tobytes()))
+    for _ in range(frame_skip):
+        if game.step(action)[2]:  # the game ended inside the step, as the agent's copy stopped skipping
+            break
+    return game.render()
 
 
 def _drop_channel_axis(obs: np.ndarray) -> np.ndarray:

@@ -6,10 +6,11 @@ from functools import partial
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from rlhp.envs.physics import PhysicsRecorder
+from rlhp.envs.states import StateRecorder, physics_state
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
@@ -66,7 +67,7 @@ class GymEnv:
         self.kwargs = dict(kwargs or {})
         self.vectorize = vectorize
         self.task = task
-        self.physics = False
+        self.recording = False
         self.observation_space, self.action_space = self._probe()
 
     def _probe(self) -> tuple[gym.Space, gym.Space]:
@@ -85,9 +86,13 @@ class GymEnv:
         probe.close()
         return probe.observation_space, probe.action_space
 
-    def record_physics(self) -> None:
-        """From now on, copies record the physics state of every step (for clips of MuJoCo envs, drawn later)."""
-        self.physics = True
+    def record_states(self) -> None:
+        """From now on, copies record the state of every step (:meth:`read_state`), for clips drawn later."""
+        self.recording = True
+
+    def read_state(self, env: gym.Env) -> np.ndarray:
+        """What a copy needs to draw a step again: here a MuJoCo env's physics state."""
+        return physics_state(env)
 
     def register(self) -> None:
         """Have the package that owns this option's ids register them in this process (here gymnasium's own)."""
@@ -109,7 +114,7 @@ class GymEnv:
         self.register()  # also in a subprocess that builds its copy (vectorize=subproc)
         kwargs = {**self.kwargs, **overrides}
         env = self.task.wrap(self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps)))
-        return PhysicsRecorder(env) if self.physics else env
+        return StateRecorder(env, self.read_state) if self.recording else env
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The id's own env with ``kwargs``, its time limit replaced when ``max_episode_steps`` is set."""

@@ -3,9 +3,10 @@
 Sampling renders nothing. Only fragments that become queries are drawn, and memory holds one clip at a time.
 How depends on the env (:func:`drawer`): a classic-control env is put in the state each observation describes
 and rendered, so the frames are exactly what the env showed; a MuJoCo env is put in the physics state it
-recorded at each step (:mod:`rlhp.envs.physics`) and rendered headless through EGL, at a frame rate a person
-needs rather than every step; a MinAtar frame is coloured with MinAtar's own palette; any other image
-observation shows its newest frame as the agent sees it. Other envs are refused when the run starts.
+recorded at each step (:mod:`rlhp.envs.states`) and rendered headless through EGL, at a frame rate a person
+needs rather than every step; an Atari game replays each step from the emulator state it recorded, in the
+console's colours; a MinAtar frame is coloured with MinAtar's own palette; any other image observation shows
+its newest frame as the agent sees it. Other envs are refused when the run starts.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlhp.data import FragmentPairs
-from rlhp.envs import GymEnv, MinAtarEnv
-from rlhp.envs.physics import has_physics, set_physics_state
+from rlhp.envs import AtariEnv, GymEnv, MinAtarEnv
+from rlhp.envs.atari import CONSOLE_HZ, replay
+from rlhp.envs.states import has_physics, set_physics_state
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -70,21 +72,21 @@ class Drawer(Protocol):
     fps: float
     """The frame rate at which a person sees the env as it runs."""
 
-    needs_physics: bool
-    """Whether it draws from the physics states the env records (only then are they recorded)."""
+    needs_states: bool
+    """Whether it draws from the states the env records (only then are they recorded)."""
     slow: bool
     """Whether a clip costs seconds to draw (MuJoCo's): then clips are drawn only a few ahead of people."""
 
     def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """(frames, H, W, 3) uint8 frames of a fragment from its observations, actions, last next observation
-        and physics states (one per observation, and one for the last next observation)."""
+        and recorded states (one per observation, and one for the last next observation)."""
         ...
 
 
 class RestoredFrames:
     """The env's own renders, with the env put in the state each observation describes (classic control)."""
 
-    needs_physics = False
+    needs_states = False
     slow = False
 
     def __init__(self, env: GymEnv) -> None:
@@ -103,12 +105,32 @@ class RestoredFrames:
         return np.stack(shots)
 
 
+class GameFrames:
+    """An Atari game's colour screens, each step replayed from the emulator state it started in (the agent sees
+    grey 84x84 frames); a step costs the console a few frames, well under a millisecond."""
+
+    needs_states = True
+    slow = False
+
+    def __init__(self, env: AtariEnv) -> None:
+        self.env = env.make_single(render_mode="rgb_array")
+        self.env.reset(seed=0)
+        self.frame_skip = env.frame_skip
+        self.fps = CONSOLE_HZ / env.frame_skip
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """(steps, 210, 160, 3): the screen after each step."""
+        if not states.shape[-1]:
+            raise ValueError("these fragments carry no emulator states: the env did not record them")
+        return np.stack([replay(self.env, state, int(act), self.frame_skip) for state, act in zip(states, acts)])
+
+
 class PaletteFrames:
     """Channel-per-object frames (MinAtar's) coloured with MinAtar's own palette, each cell a square of
     ``cell`` pixels: a cell shows the colour of its highest lit channel, black where none is."""
 
     fps = 10.0  # MinAtar's steps are coarse: a tenth of a second each reads as play
-    needs_physics = False
+    needs_states = False
     slow = False
 
     def __init__(self, channels: int, cell: int) -> None:
@@ -129,7 +151,7 @@ class NewestFrames:
     """Image observations as the agent sees them: the newest frame of each stack (grey), each pixel a square
     of ``scale`` pixels."""
 
-    needs_physics = False
+    needs_states = False
     slow = False
 
     def __init__(self, fps: float, scale: int) -> None:
@@ -154,7 +176,7 @@ class PhysicsFrames:
     ``stride``-th step, so that clips play at about ``fps`` in real time (a person sees no more; each frame
     costs tens of milliseconds on a CPU)."""
 
-    needs_physics = True
+    needs_states = True
     slow = True
 
     def __init__(self, env: GymEnv, width: int, fps: float = 25.0) -> None:
@@ -184,6 +206,8 @@ def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
         scale = -(-width // space.shape[2])  # whole pixels a cell, at least ``width`` wide
         if isinstance(env, MinAtarEnv):
             return PaletteFrames(space.shape[0], cell=scale)
+        if isinstance(env, AtariEnv):
+            return GameFrames(env)
         return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
     probe = env.make_single()
     restorable, physics = restorer(probe) is not None, has_physics(probe)
@@ -211,7 +235,7 @@ class ClipRenderer:
     def __init__(self, env: GymEnv, width: int = 320, fps: float | None = None, workers: int = 4) -> None:
         self.env_config = env
         self.drawer = drawer(env, width, fps)
-        self.fps = self.drawer.fps if self.drawer.needs_physics else fps or self.drawer.fps
+        self.fps = self.drawer.fps if self.drawer.needs_states else fps or self.drawer.fps
         self.width, self.workers = width, workers
 
     def write(self, pairs: FragmentPairs, names: list[tuple[str, str]], folder: Path) -> None:

@@ -47,8 +47,8 @@ class Querent:
 
     publishes: bool = False
     """Whether it publishes its queries (clips and a store entry) where people see them."""
-    needs_physics: bool = False
-    """Whether its clips are drawn from the physics states the env records (then the run records them)."""
+    needs_states: bool = False
+    """Whether its clips are drawn from the states the env records (then the run records them)."""
 
     def __init__(self) -> None:
         self.next_id = 0
@@ -99,7 +99,7 @@ class WebQuerent(Querent):
 
     def _start_drawing(self, renderer: ClipRenderer) -> None:
         self.renderer = renderer
-        self.needs_physics = renderer.drawer.needs_physics
+        self.needs_states = renderer.drawer.needs_states
         self.drawing = ClipPrefetcher(self.store, renderer, self.run.media_dir, self.prefetch) \
             if renderer.drawer.slow else DrawOnPublish(renderer, self.run.media_dir)
 

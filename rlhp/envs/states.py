@@ -1,13 +1,17 @@
-"""Physics states: what a MuJoCo env needs to draw a step again (its joint positions and velocities).
+"""Recorded states: what an env needs to draw a step again, kept only while people label.
 
-Only a run whose queries people see records them (:meth:`rlhp.envs.GymEnv.record_physics`): each step's info
-then holds the state the step started from, and an episode's last step also the state it ended in, so that
-an episode of ``n`` steps has ``n + 1`` states, one per observation. Rendering waits until a fragment is shown.
+A run whose clips are drawn from recorded states (:meth:`rlhp.envs.GymEnv.record_states`) wraps each copy in
+a :class:`StateRecorder`: each step's info then holds the state the step started from, and an episode's last
+step also the state it ended in, so that an episode of ``n`` steps has ``n + 1`` states, one per observation.
+What a state is belongs to the env (:meth:`rlhp.envs.GymEnv.read_state`): a MuJoCo env's joint positions and
+velocities (here), an Atari console's emulator state (:mod:`rlhp.envs.atari`). Drawing waits until a fragment
+is shown.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -18,6 +22,9 @@ from rlhp.data.trajectory import FINAL_STATE, STATE
 # MuJoCo renders headless through EGL (Mesa) unless told otherwise; gymnasium reads this when it first renders,
 # and its own default (GLFW) needs a display.
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+StateReader = Callable[[gym.Env], np.ndarray]
+"""Reads the state of an env (the outermost wrapper) as one vector."""
 
 
 def has_physics(env: gym.Env) -> bool:
@@ -38,23 +45,24 @@ def set_physics_state(env: gym.Env, state: np.ndarray) -> None:
     inner.set_state(state[:inner.model.nq], state[inner.model.nq:])
 
 
-class PhysicsRecorder(gym.Wrapper):
+class StateRecorder(gym.Wrapper):
     """Adds each step's starting state to its info, and on an episode's last step the state it ends in."""
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, read: StateReader) -> None:
         super().__init__(env)
-        self._start = physics_state(env)
+        self.read = read
+        self._start = read(env)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         """Reset, and note the state the first step starts from."""
         out = self.env.reset(**kwargs)
-        self._start = physics_state(self.env)
+        self._start = self.read(self.env)
         return out
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
         """Step, with the states in the info."""
         obs, reward, terminated, truncated, info = self.env.step(action)
-        end = physics_state(self.env)
+        end = self.read(self.env)
         info = {**info, STATE: self._start}
         if terminated or truncated:
             info[FINAL_STATE] = end
