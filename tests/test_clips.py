@@ -93,6 +93,21 @@ def test_a_classic_control_fragment_is_drawn_as_the_env_showed_it_live(env_id):
     np.testing.assert_array_equal(frames, np.stack(shown))
 
 
+def test_a_pendulum_swinging_under_a_steady_torque_is_drawn_as_the_env_showed_it_live():
+    import gymnasium as gym
+
+    live = gym.make("Pendulum-v1", render_mode="rgb_array").unwrapped
+    torque = np.array([0.7], np.float32)  # the same every step: the live arrow (the torque just applied) agrees
+    obs, shown = [live.reset(seed=1)[0]], [live.render()]
+    for _ in range(6):
+        obs.append(live.step(torque)[0])
+        shown.append(live.render())
+    frames = drawer(GymEnv("Pendulum-v1"), width=320).frames(np.stack(obs[:-1]), np.stack([torque] * 6), obs[-1],
+                                                             np.zeros((7, 0)))
+    np.testing.assert_array_equal(frames[1:], np.stack(shown[1:]))  # the first live frame has no torque yet
+    assert (frames[1] != frames[-1]).any()  # it swings
+
+
 def test_a_pendulum_frame_draws_the_torque_about_to_be_applied_and_the_last_frame_the_last_one():
     draw = drawer(GymEnv("Pendulum-v1"), width=320)
     assert type(draw) is RestoredFrames and draw.fps == 30  # Pendulum's own render_fps

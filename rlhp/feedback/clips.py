@@ -93,7 +93,7 @@ class RestoredFrames:
         self.env = env.make_single(render_mode="rgb_array")
         self.restore = restorer(self.env)
         self.env.reset(seed=0)
-        self.fps = self.env.metadata.get("render_fps", 30)
+        self.fps = self.env.metadata["render_fps"]  # every classic-control env says it
 
     def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """Each observation's state, rendered."""
