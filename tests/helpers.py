@@ -69,6 +69,24 @@ def composed(config: str, overrides: list[str], hydra: bool = False) -> DictConf
         return compose(config, overrides=overrides, return_hydra_config=hydra)
 
 
+class NoPictures(gym.Env):
+    """An env that draws nothing (every env gymnasium registers renders rgb_array)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        """Always the same start."""
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Nothing moves."""
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+NO_PICTURES = "rlhp-test/NoPictures-v0"
+gym.register(NO_PICTURES, entry_point=NoPictures, max_episode_steps=50)
+
 BIN = Path(sys.executable).parent
 FAST = ["debug=fast", "logger=none"]
 

@@ -4,11 +4,14 @@ import pickle
 import sqlite3
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import NO_PICTURES
 
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
+from rlhp.envs.states import shrunk_screen
 from rlhp.errors import ConfigError
 from rlhp.feedback import WebQuerent
 from rlhp.feedback.clips import (
@@ -17,6 +20,7 @@ from rlhp.feedback.clips import (
     PaletteFrames,
     PhysicsFrames,
     RestoredFrames,
+    ScreenFrames,
     drawer,
     without_shadows,
 )
@@ -119,8 +123,35 @@ def test_a_pendulum_frame_draws_the_torque_about_to_be_applied_and_the_last_fram
 
 
 def test_an_env_that_cannot_be_drawn_is_refused_by_its_id():
-    with pytest.raises(ConfigError, match="env.id.*neither give its whole state nor are images"):
-        drawer(GymEnv("FrozenLake-v1"), width=320)
+    with pytest.raises(ConfigError, match="env.id.*draws no rgb_array pictures"):
+        drawer(GymEnv(NO_PICTURES), width=320)
+
+
+def test_any_other_env_that_renders_shows_the_screens_it_recorded_while_sampling():
+    env = GymEnv("FrozenLake-v1", n_envs=1, max_episode_steps=8, kwargs={"is_slippery": False})
+    draw = drawer(env, width=320)
+    assert type(draw) is ScreenFrames and draw.needs_states and draw.fps == 4  # FrozenLake's own render_fps
+    env.record_states()
+    venv = env.make(seed=3)
+    path = iter([1, 1, 2, 1, 2, 2])  # down, down, right, down, right, right: to the goal, moving every step
+    episode = rollout(venv, lambda obs: np.array([next(path)]), episodes=1)[0]
+    assert episode.states.dtype == np.uint8 and episode.states.shape == (7, 256 * 256 * 3)
+    live = gym.make("FrozenLake-v1", render_mode="rgb_array", is_slippery=False)
+    live.reset(seed=3)
+    shown = [live.render()]
+    for act in episode.acts:
+        live.step(act)
+        shown.append(live.render())
+    np.testing.assert_array_equal(draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states),
+                                  np.stack(shown))
+    with pytest.raises(ValueError, match="carry no screens"):
+        draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((7, 0)))
+
+
+def test_a_wide_screen_is_kept_at_most_320_pixels_wide_by_whole_strides():
+    frame = np.arange(400 * 600 * 3, dtype=np.int64).reshape(400, 600, 3).astype(np.uint8)
+    np.testing.assert_array_equal(shrunk_screen(frame), frame[::2, ::2])
+    assert shrunk_screen(frame[:, :320]).shape == (400, 320, 3) and shrunk_screen(frame[:, :321]).shape[1] == 161
 
 
 def hopper_episode(steps: int):

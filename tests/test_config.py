@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import OPTION_NEEDS, composed
+from helpers import NO_PICTURES, OPTION_NEEDS, composed
 from omegaconf import OmegaConf
 
 import rlhp.conf
@@ -175,8 +175,7 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["gatherer=human", "querent.instructions=/no/such/task.md"],
      "`querent.instructions` names '/no/such/task.md', which is not a file"),
     (["gatherer=human", "querent.instructions=[1]"], "`querent.instructions` must be a string, got [1]"),
-    (["gatherer=human", "env=gym", "env.id=FrozenLake-v1"],
-     "`env.id` FrozenLake-v1's observations neither give its whole state nor are images"),
+    (["gatherer=human", "env=gym", f"env.id={NO_PICTURES}"], f"`env.id` {NO_PICTURES} draws no rgb_array pictures"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides])

@@ -10,7 +10,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from rlhp.envs.states import StateRecorder, physics_state
+from rlhp.envs.states import StateRecorder, has_physics, physics_state, screen_state
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
@@ -91,8 +91,8 @@ class GymEnv:
         self.recording = True
 
     def read_state(self, env: gym.Env) -> np.ndarray:
-        """What a copy needs to draw a step again: here a MuJoCo env's physics state."""
-        return physics_state(env)
+        """What a copy needs to draw a step again: a MuJoCo env's physics state, else its screen."""
+        return physics_state(env) if has_physics(env) else screen_state(env)
 
     def register(self) -> None:
         """Have the package that owns this option's ids register them in this process (here gymnasium's own)."""
@@ -112,7 +112,9 @@ class GymEnv:
         """One copy, wrapped as the agent sees it; ``overrides`` go to ``gymnasium.make``, and
         ``max_episode_steps`` (there or in the config) sets the time limit."""
         self.register()  # also in a subprocess that builds its copy (vectorize=subproc)
-        kwargs = {**self.kwargs, **overrides}
+        # A recording copy can draw itself: the fallback state is its screen; MuJoCo's and ALE's renderers
+        # start only when asked for a picture, so the others pay nothing for it.
+        kwargs = {**self.kwargs, **({"render_mode": "rgb_array"} if self.recording else {}), **overrides}
         env = self.task.wrap(self.build(kwargs, kwargs.pop("max_episode_steps", self.max_episode_steps)))
         return StateRecorder(env, self.read_state) if self.recording else env
 

@@ -4,8 +4,9 @@ A run whose clips are drawn from recorded states (:meth:`rlhp.envs.GymEnv.record
 a :class:`StateRecorder`: each step's info then holds the state the step started from, and an episode's last
 step also the state it ended in, so that an episode of ``n`` steps has ``n + 1`` states, one per observation.
 What a state is belongs to the env (:meth:`rlhp.envs.GymEnv.read_state`): a MuJoCo env's joint positions and
-velocities (here), an Atari console's emulator state (:mod:`rlhp.envs.atari`). Drawing waits until a fragment
-is shown.
+velocities (here), an Atari console's emulator state (:mod:`rlhp.envs.atari`), and for any other env that
+renders, the fallback: its screen itself, rendered while sampling (:func:`screen_state`). Drawing from a state
+waits until a fragment is shown.
 """
 
 from __future__ import annotations
@@ -25,6 +26,25 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 StateReader = Callable[[gym.Env], np.ndarray]
 """Reads the state of an env (the outermost wrapper) as one vector."""
+
+
+SCREEN_WIDTH = 320
+"""The widest a recorded screen is kept: a wider one keeps every k-th pixel, for the smallest whole k that
+fits (a clip is scaled to its width when written)."""
+
+
+def screen_state(env: gym.Env) -> np.ndarray:
+    """The fallback state: the env's rendered screen (it was made with ``render_mode="rgb_array"``), at most
+    :data:`SCREEN_WIDTH` wide, flattened; what a step costs in memory is its picture's bytes (180 kB for a
+    600x400 frame kept at 300x200)."""
+    return shrunk_screen(env.render()).ravel()
+
+
+def shrunk_screen(frame: np.ndarray) -> np.ndarray:
+    """``frame`` (H, W, 3) with every k-th row and column, for the smallest whole k that makes it at most
+    :data:`SCREEN_WIDTH` wide."""
+    k = -(-frame.shape[1] // SCREEN_WIDTH)
+    return np.ascontiguousarray(frame[::k, ::k])
 
 
 def has_physics(env: gym.Env) -> bool:
@@ -51,7 +71,7 @@ class StateRecorder(gym.Wrapper):
     def __init__(self, env: gym.Env, read: StateReader) -> None:
         super().__init__(env)
         self.read = read
-        self._start = read(env)
+        self._start = np.zeros(0)  # read at reset: some envs render nothing before it
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         """Reset, and note the state the first step starts from."""

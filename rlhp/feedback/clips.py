@@ -6,7 +6,9 @@ and rendered, so the frames are exactly what the env showed; a MuJoCo env is put
 recorded at each step (:mod:`rlhp.envs.states`) and rendered headless through EGL, at a frame rate a person
 needs rather than every step; an Atari game replays each step from the emulator state it recorded, in the
 console's colours; a MinAtar frame is coloured with MinAtar's own palette; any other image observation shows
-its newest frame as the agent sees it. Other envs are refused when the run starts.
+its newest frame as the agent sees it. Any other env that renders gets the fallback: its screens, rendered
+while sampling and recorded only when people label. Envs that draw no pictures are refused when the run
+starts.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from rlhp.data import FragmentPairs
 from rlhp.envs import AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.atari import CONSOLE_HZ, replay
-from rlhp.envs.states import has_physics, set_physics_state
+from rlhp.envs.states import has_physics, set_physics_state, shrunk_screen
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -198,6 +200,27 @@ class PhysicsFrames:
         return np.stack(shots)
 
 
+class ScreenFrames:
+    """The fallback for an env that renders but whose steps cannot be drawn again: the screens it rendered
+    while sampling (recorded only when people label, at most 320 px wide), as they were."""
+
+    needs_states = True
+    slow = False
+
+    def __init__(self, env: GymEnv) -> None:
+        probe = env.make_single(render_mode="rgb_array")
+        probe.reset(seed=0)
+        self.shape = shrunk_screen(probe.render()).shape
+        self.fps = probe.metadata.get("render_fps") or 30  # gymnasium leaves it unset on some envs
+        probe.close()
+
+    def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """(steps + 1, H, W, 3): the recorded screens."""
+        if not states.shape[-1]:
+            raise ValueError("these fragments carry no screens: the env did not record them")
+        return states.reshape(len(states), *self.shape)
+
+
 def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
     """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling;
     ``fps``: the frame rate wanted where the drawer picks its frames (MuJoCo's), else the clip's own."""
@@ -211,15 +234,19 @@ def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
         return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
     probe = env.make_single()
     restorable, physics = restorer(probe) is not None, has_physics(probe)
+    renders = "rgb_array" in probe.metadata.get("render_modes", ())
     probe.close()
     if restorable:
         return RestoredFrames(env)
     if physics:
         return PhysicsFrames(env, width, fps or 25.0)
+    if renders:
+        return ScreenFrames(env)
     names = ", ".join(sorted(c.__name__ for c in RESTORERS))
-    raise ConfigError("env.id", f"{env.id}'s observations neither give its whole state nor are images, and it is no "
-                      f"MuJoCo env, so rlhp cannot draw its fragments for people to compare; human labels work on "
-                      f"{names}, on MuJoCo envs and on image observations (env=atari, env=minatar)")
+    raise ConfigError("env.id", f"{env.id} draws no rgb_array pictures, and its observations neither give its whole "
+                      f"state nor are images, so rlhp cannot show its fragments to people; human labels work on "
+                      f"{names}, on MuJoCo envs, on image observations (env=atari, env=minatar) and on any env that "
+                      f"renders rgb_array")
 
 
 class ClipRenderer:
