@@ -150,7 +150,8 @@ def main() -> None:
     text = "\n".join([
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
-        f"--label-experiments {' '.join(args.label_experiments or args.experiments)} --jobs {args.jobs} "
+        f"--label-experiments {' '.join(args.experiments if args.label_experiments is None else args.label_experiments)} "
+        f"--jobs {args.jobs} "
         f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root {args.root} "
         f"--block {args.block}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}); the runs are under `{args.root}`.", "",
