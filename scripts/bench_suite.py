@@ -147,10 +147,11 @@ def main() -> None:
                  for n in args.labels]
         label_rows.append(f"| {name} | {' | '.join(cells)} | `rlhp-train -m experiment={name} "
                           f"total_comparisons={budgets} {seeds(args.label_seeds)}` |")
+    labelled = args.experiments if args.label_experiments is None else args.label_experiments
     text = "\n".join([
         f"Written by `python scripts/bench_suite.py --experiments {' '.join(args.experiments)} --seeds {args.seeds} "
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
-        f"--label-experiments {' '.join(args.experiments if args.label_experiments is None else args.label_experiments)} "
+        f"--label-experiments {' '.join(labelled)} "
         f"--jobs {args.jobs} "
         f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root {args.root} "
         f"--block {args.block}` on a "
