@@ -164,15 +164,19 @@ def test_people_answer_reacher_over_http_from_clips_rendered_from_its_physics(tm
     assert json.loads((run_dir / "eval.json").read_text())["episodes"] > 0
 
 
-def test_a_server_that_dies_is_started_again(tmp_path):
+def test_a_server_that_dies_is_started_again_and_the_console_gives_each_address(tmp_path, caplog):
     publish(tmp_path, 1)
     gatherer = HumanGatherer(tmp_path, port=0, min_answered_frac=0.0)
-    with gatherer.session(stop=lambda: True):
+    with caplog.at_level("INFO", logger="rlhp.feedback.human"), gatherer.session(stop=lambda: True):
         first = gatherer.url
         os.kill(json.loads(RunFolder(tmp_path).annotate_json.read_text())["pid"], signal.SIGKILL)
         time.sleep(0.5)
         gatherer()
-        assert gatherer.url != first and httpx.get(gatherer.url + "api/status").json()["pending"] == 1
+        second = gatherer.url
+        assert second != first and httpx.get(second + "api/status").json()["pending"] == 1
+    shown = [r.getMessage() for r in caplog.records if getattr(r, "console", False)]
+    assert shown == [f"label the queries at {first}", "the annotation server ended (see annotate.log); starting it "
+                     "again", f"label the queries at {second}"]
     assert not RunFolder(tmp_path).annotate_json.exists()
 
 
