@@ -24,6 +24,7 @@ from test_annotate import publish
 from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.data import PreferenceDataset
 from rlhp.feedback import HumanGatherer
+from rlhp.feedback.human import AnnotationProcess
 from rlhp.runs import RunFolder
 from rlhp.runs.queries import QueryStore
 
@@ -162,6 +163,17 @@ def test_people_answer_reacher_over_http_from_clips_rendered_from_its_physics(tm
     taken = journal(run_dir)
     assert sum(len(d) for d in taken) > 0 and annotator.answered > 0  # the labels reached reward training
     assert json.loads((run_dir / "eval.json").read_text())["episodes"] > 0
+
+
+def test_a_page_on_another_address_gets_a_token_of_its_own_and_one_on_loopback_none(tmp_path):
+    run = RunFolder(tmp_path)
+    public = AnnotationProcess(run, "0.0.0.0", 0, None, 60.0)
+    assert public.token and len(public.token) >= 22  # 16 random bytes or more, URL-safe
+    assert AnnotationProcess(run, "0.0.0.0", 0, None, 60.0).token != public.token
+    assert AnnotationProcess(run, "127.0.0.1", 0, None, 60.0).token is None
+    assert AnnotationProcess(run, "0.0.0.0", 0, "given", 60.0).token == "given"
+    assert not public.alive()
+    public.stop()  # nothing started, nothing to stop
 
 
 def test_a_server_that_dies_is_started_again_and_the_console_gives_each_address(tmp_path, caplog):
