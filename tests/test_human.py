@@ -23,6 +23,7 @@ from test_annotate import publish
 
 from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.data import PreferenceDataset
+from rlhp.errors import NetworkError
 from rlhp.feedback import HumanGatherer
 from rlhp.feedback.human import AnnotationProcess
 from rlhp.runs import RunFolder
@@ -174,6 +175,33 @@ def test_a_page_on_another_address_gets_a_token_of_its_own_and_one_on_loopback_n
     assert AnnotationProcess(run, "0.0.0.0", 0, "given", 60.0).token == "given"
     assert not public.alive()
     public.stop()  # nothing started, nothing to stop
+
+
+def test_a_page_on_another_address_is_served_with_its_token_and_answers_only_with_it(tmp_path):
+    publish(tmp_path, 1)
+    server = AnnotationProcess(RunFolder(tmp_path), "0.0.0.0", 0, None, 60.0)
+    url = server.start()  # the child refuses a public address without the token it is handed
+    try:
+        assert url.endswith(f"/?token={server.token}")
+        local = url.replace("0.0.0.0", "127.0.0.1").split("?")[0]
+        assert httpx.get(local + "api/status").status_code == 401
+        assert httpx.get(local + "api/status", params={"token": server.token}).json()["pending"] == 1
+    finally:
+        server.stop()
+    assert not server.alive()
+
+
+def test_a_server_that_cannot_start_says_why_from_annotate_log(tmp_path):
+    import socket
+
+    publish(tmp_path, 1)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(NetworkError, match=r"did not start: (?!\(no output\)).* \(see .*annotate\.log\)"):
+            AnnotationProcess(RunFolder(tmp_path), "127.0.0.1", port, None, 60.0).start()
+    assert "address already in use" in (tmp_path / "annotate.log").read_text().lower()
 
 
 def test_a_server_that_dies_is_started_again_and_the_console_gives_each_address(tmp_path, caplog):
