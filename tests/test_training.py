@@ -305,7 +305,7 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     # Members' probabilities of each pair's label, (members, pairs): the mean decides, against 1 - 0.85.
     probs = torch.tensor([[0.10, 0.00, 0.15, 0.0], [0.15, 0.40, 0.20, 0.0]])
     labels = torch.tensor([1.0, 0.0, 1.0, 0.5])  # the last a tie: never judged
-    keep = DropContradicted(confidence=0.85).keep(lambda: probs, labels)
+    keep = DropContradicted(confidence=0.85, max_fraction=1.0).keep(lambda: probs, labels)
     assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
     assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels).tolist() == [1.0] * 4
     assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}

@@ -49,10 +49,11 @@ class DropContradicted:
 
     Args:
         confidence: how sure the ensemble must be of the other answer, in (0.5, 1).
-        max_fraction: the largest share of the pairs left out in one epoch, in (0, 1].
+        max_fraction: the largest share of the pairs left out in one epoch, in (0, 1] (B-Pref's erring teacher
+            flips a tenth).
     """
 
-    def __init__(self, confidence: float = 0.6, max_fraction: float = 1.0) -> None:
+    def __init__(self, confidence: float = 0.6, max_fraction: float = 0.1) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
         if not 0 < max_fraction <= 1:
