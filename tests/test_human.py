@@ -18,7 +18,7 @@ import httpx
 import imageio
 import numpy as np
 import pytest
-from helpers import BIN, FAST, run_cli
+from helpers import BIN, FAST, random_pairs, run_cli
 from test_annotate import publish
 
 from rlhp.annotate.scripted import ScriptedAnnotator
@@ -43,10 +43,21 @@ def test_the_first_round_waits_for_labels_and_later_ones_only_until_the_timeout(
     start = time.monotonic()
     first = gatherer()
     assert time.monotonic() - start >= 0.5 and sorted(first.ids.tolist()) == [2, 3] and first.told.all()
+    # The answers carry their pairs, who answered and when, and the round's figures.
+    published = random_pairs(4, 3)  # what publish() stored
+    for name, column in first.pairs.columns().items():
+        np.testing.assert_array_equal(column, published.columns()[name][first.ids])
+    assert first.annotators == ["alice", "alice"] and first.times.shape == (2,)
+    assert np.all(np.abs(first.times - time.time()) < 60)
+    metrics = gatherer.metrics()
+    assert metrics["labels_answered"] == 2 and metrics["queries_pending"] == 2 and 0.5 <= metrics["label_wait_s"] < 5
     start = time.monotonic()
     later = gatherer()
     assert 0.3 <= time.monotonic() - start < 2 and len(later) == 0  # gave up waiting after timeout_s
     assert gatherer.metrics()["queries_pending"] == 2 and gatherer.num_pending() == 2
+    assert gatherer.metrics()["labels_answered"] == 0
+    answer(store, 1, who="bob")
+    assert gatherer().annotators == ["bob"] and gatherer.received == 3 and gatherer.rounds == 3
 
 
 def test_a_stop_request_ends_the_wait(tmp_path):
