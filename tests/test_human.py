@@ -60,6 +60,28 @@ def test_the_first_round_waits_for_labels_and_later_ones_only_until_the_timeout(
     assert gatherer().annotators == ["bob"] and gatherer.received == 3 and gatherer.rounds == 3
 
 
+def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_path, caplog):
+    store = publish(tmp_path / "a", 4)
+    gatherer = HumanGatherer(tmp_path / "a", serve=False, min_answered_frac=0.5, timeout_s=5, poll_s=0.02)
+    threading.Timer(0.3, answer, (store, 1)).start()
+    threading.Timer(0.9, answer, (store, 1, "bob")).start()
+    start = time.monotonic()
+    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+        assert len(gatherer()) == 2 and time.monotonic() - start >= 0.9  # half of the 4, not the first alone
+    waiting = [m for m in caplog.messages if m.startswith("waiting for")]
+    assert len(waiting) == 1 and waiting[0].startswith("waiting for 2 of 4 labels (serve them with `rlhp-annotate ")
+    publish(tmp_path / "a", 4, first=4)  # 6 open: a later round waits (up to timeout_s) for 3
+    threading.Timer(0.2, answer, (store, 1)).start()
+    threading.Timer(0.6, answer, (store, 2)).start()
+    start = time.monotonic()
+    assert len(gatherer()) == 3 and 0.6 <= time.monotonic() - start < 5
+    store = publish(tmp_path / "b", 2)
+    threading.Timer(0.3, answer, (store, 1)).start()
+    start = time.monotonic()
+    first = HumanGatherer(tmp_path / "b", serve=False, min_answered_frac=0.0, poll_s=0.02)()
+    assert len(first) == 1 and time.monotonic() - start >= 0.3  # a first round waits for one label at least
+
+
 def test_a_stop_request_ends_the_wait(tmp_path):
     publish(tmp_path, 2)
     gatherer = HumanGatherer(tmp_path, serve=False)
