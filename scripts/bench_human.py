@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench_suite import FRACTION_OF_CEILING, final, random_return
-from docblock import write_block
+from docblock import show
 
 from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.report.runs import find_runs
@@ -69,10 +69,7 @@ def main() -> None:
         f"| {args.experiment} | {got:.1f} | {ceiling_returns.mean():.1f} ({len(ceiling_returns)} seeds) | "
         f"{share:.0%} (random: {floor:.1f}; target {FRACTION_OF_CEILING:.0%}) | "
         f"{sum(a.answered for a in annotators)} | {wall:.0f} |"])
-    if args.out is None:
-        print(text)
-    else:
-        write_block(args.out, args.block, text)
+    show(text, args.out, args.block)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_suite import cell, final, seeds, sweep
-from docblock import write_block
+from docblock import show
 
 ENVS = {"cartpole": ("cartpole_100_labels", 475.0), "pendulum": ("pendulum", -200.0)}
 """An env's experiment, and the final true return at which a run counts as solved."""
@@ -107,10 +107,7 @@ def main() -> None:
                     commands.append(f"{method}: `{cmd}`")
                 lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | {'<br>'.join(commands)} |")
     text = "\n".join(lines)
-    if args.out is None:
-        print(text)
-    else:
-        write_block(args.out, args.block, text)
+    show(text, args.out, args.block)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from docblock import write_block
+from docblock import show
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -168,10 +168,7 @@ def main() -> None:
         *(["", f"Label efficiency: final true return, mean ± 95% CI over {args.label_seeds} seeds, by label budget.",
            "", f"| experiment | {' | '.join(f'{n} labels' for n in args.labels)} | command |",
            f"|---|{'---:|' * len(args.labels)}---|", *label_rows] if label_rows else [])])
-    if args.out is None:
-        print(text)
-    else:  # only the generated block: the notes and other sections of the page are kept
-        write_block(args.out, args.block, text)
+    show(text, args.out, args.block)  # only the generated block of a page: the notes around it are kept
 
 
 if __name__ == "__main__":

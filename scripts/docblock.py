@@ -12,3 +12,11 @@ def write_block(page: Path, name: str, text: str) -> None:
     begin, end = content.index(f"<!-- {name}"), content.index(f"<!-- /{name} -->")
     page.write_text(content[:content.index("\n", begin) + 1] + text + "\n" + content[end:])
     print(f"wrote the {name} block of {page}")
+
+
+def show(text: str, page: Path | None, name: str) -> None:
+    """Print ``text`` when no ``page`` is given, else write it as ``page``'s ``name`` block."""
+    if page is None:
+        print(text)
+    else:
+        write_block(page, name, text)
