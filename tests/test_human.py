@@ -23,7 +23,7 @@ from test_annotate import publish
 
 from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.data import PreferenceDataset
-from rlhp.errors import NetworkError
+from rlhp.errors import ArgumentError, NetworkError
 from rlhp.feedback import HumanGatherer
 from rlhp.feedback.human import AnnotationProcess
 from rlhp.runs import RunFolder
@@ -80,6 +80,16 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
     start = time.monotonic()
     first = HumanGatherer(tmp_path / "b", serve=False, min_answered_frac=0.0, poll_s=0.02)()
     assert len(first) == 1 and time.monotonic() - start >= 0.3  # a first round waits for one label at least
+
+
+def test_a_human_gatherer_refuses_values_outside_their_ranges_by_name(tmp_path):
+    for key, bad in (("min_answered_frac", -0.1), ("min_answered_frac", 1.01), ("timeout_s", 0), ("poll_s", -1),
+                     ("lease_s", 0), ("max_pending", 0), ("port", 65536)):
+        with pytest.raises(ArgumentError) as refused:
+            HumanGatherer(tmp_path, serve=False, **{key: bad})
+        assert refused.value.argument == key and str(bad) in refused.value.problem
+    for frac in (0.0, 1.0):  # the ends are allowed
+        assert HumanGatherer(tmp_path, serve=False, min_answered_frac=frac).min_answered_frac == frac
 
 
 def test_a_stop_request_ends_the_wait(tmp_path):
