@@ -68,13 +68,17 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
     start = time.monotonic()
     with caplog.at_level("INFO", logger="rlhp.feedback.human"):
         assert len(gatherer()) == 2 and time.monotonic() - start >= 0.9  # half of the 4, not the first alone
-    waiting = [m for m in caplog.messages if m.startswith("waiting for")]
-    assert len(waiting) == 1 and waiting[0].startswith("waiting for 2 of 4 labels (serve them with `rlhp-annotate ")
+    serve_it = f"(serve them with `rlhp-annotate {RunFolder(tmp_path / 'a').path}`)"
+    assert [m for m in caplog.messages if m.startswith("waiting")] == [f"waiting for 2 of 4 labels {serve_it}"]
+    caplog.clear()
     publish(tmp_path / "a", 4, first=4)  # 6 open: a later round waits (up to timeout_s) for 3
-    threading.Timer(0.2, answer, (store, 1)).start()
+    answer(store, 1)  # one already in: two more are awaited
     threading.Timer(0.6, answer, (store, 2)).start()
     start = time.monotonic()
-    assert len(gatherer()) == 3 and 0.6 <= time.monotonic() - start < 5
+    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+        assert len(gatherer()) == 3 and 0.6 <= time.monotonic() - start < 5
+    assert [m for m in caplog.messages if m.startswith("waiting")] == \
+        [f"waiting for 2 of 6 labels {serve_it}, for at most 5 s"]
     store = publish(tmp_path / "b", 2)
     threading.Timer(0.3, answer, (store, 1)).start()
     start = time.monotonic()
