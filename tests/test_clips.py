@@ -5,6 +5,7 @@ import sqlite3
 import time
 
 import gymnasium as gym
+import imageio
 import numpy as np
 import pytest
 from helpers import NO_PICTURES
@@ -24,7 +25,7 @@ from rlhp.feedback.clips import (
     drawer,
     without_shadows,
 )
-from rlhp.feedback.prefetch import ClipPrefetcher
+from rlhp.feedback.prefetch import ClipPrefetcher, DrawOnPublish
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
@@ -264,6 +265,22 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert not querent.drawing.running
     again = pickle.loads(pickle.dumps(querent))  # a checkpoint: the thread is this process's, not saved
     assert isinstance(again.drawing, ClipPrefetcher) and not again.drawing.running and again.prefetch == 2
+
+
+def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
+    venv = env.make(seed=0)
+    episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
+    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 2)
+    querent = WebQuerent(env, tmp_path, width=160)
+    assert isinstance(querent.drawing, DrawOnPublish) and not querent.needs_states
+    ids = querent(pairs)
+    with sqlite3.connect(querent.store.path) as db:  # every one drawn before anyone could lease it
+        assert sorted(r[0] for r in db.execute("SELECT id FROM queries WHERE drawn = 1")) == ids.tolist()
+    for q in ids:
+        for side in ("left", "right"):
+            clip = imageio.v3.imread(tmp_path / "media" / f"q{q:06d}-{side}.mp4")
+            assert clip.shape == (6, 106, 160, 3)  # 5 steps and the last observation, 160 px wide
 
 
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
