@@ -30,6 +30,11 @@ INSTRUCTIONS = "Prefer the clip where the pole stays **upright**."
 SCREENSHOT = Path(__file__).parents[1] / "docs" / "img" / "labelling_page.png"
 
 
+# Two videos, both past their start: `every` alone holds on an empty page, before the first query is shown.
+BOTH_PLAYING = ("(() => { const v = [...document.querySelectorAll('.frame video')];"
+                " return v.length === 2 && v.every((x) => x.currentTime > 0.1); })()")
+
+
 def launch(playwright):
     """Headless chromium that plays video without a user gesture first."""
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -73,7 +78,7 @@ def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1000, "height": 700})
         page.goto(url + "?annotator=tester")
-        page.wait_for_function("[...document.querySelectorAll('.frame video')].every((v) => v.currentTime > 0.1)",
+        page.wait_for_function(BOTH_PLAYING,
                                timeout=10_000)
         sizes = page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
                               "v.videoHeight, v.duration])")
@@ -97,8 +102,7 @@ def test_the_page_plays_both_clips_takes_clicks_keys_and_undo_and_the_labels_rea
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1000, "height": 560})
         page.goto(url + "?annotator=tester")
-        page.wait_for_function("document.querySelectorAll('.frame video').length === 2")
-        page.wait_for_function("[...document.querySelectorAll('.frame video')].every((v) => v.currentTime > 0.1)",
+        page.wait_for_function(BOTH_PLAYING,
                                timeout=10_000)
         before = playing_times(page)
         page.wait_for_timeout(300)
