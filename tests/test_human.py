@@ -79,11 +79,22 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
         assert len(gatherer()) == 3 and 0.6 <= time.monotonic() - start < 5
     assert [m for m in caplog.messages if m.startswith("waiting")] == \
         [f"waiting for 2 of 6 labels {serve_it}, for at most 5 s"]
+    assert all(getattr(r, "console", False) for r in caplog.records if r.getMessage().startswith("waiting"))
+    caplog.clear()
+    served = HumanGatherer(tmp_path / "c", serve=False, poll_s=0.02)
+    served.url = "http://annotate.example:8765/"  # as a session sets it: the line gives the page's address
+    threading.Timer(0.3, answer, (publish(tmp_path / "c", 2), 1)).start()
+    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+        assert len(served()) == 1
+    assert [m for m in caplog.messages if m.startswith("waiting")] == \
+        ["waiting for 1 of 2 labels at http://annotate.example:8765/"]
     store = publish(tmp_path / "b", 2)
     threading.Timer(0.3, answer, (store, 1)).start()
     start = time.monotonic()
-    first = HumanGatherer(tmp_path / "b", serve=False, min_answered_frac=0.0, poll_s=0.02)()
-    assert len(first) == 1 and time.monotonic() - start >= 0.3  # a first round waits for one label at least
+    nothing_owed = HumanGatherer(tmp_path / "b", serve=False, min_answered_frac=0.0, timeout_s=5, poll_s=0.02)
+    assert len(nothing_owed()) == 1 and time.monotonic() - start >= 0.3  # a first round waits for one label at least
+    start = time.monotonic()
+    assert len(nothing_owed()) == 0 and time.monotonic() - start < 1  # a later one owes none: it does not wait
 
 
 def test_a_human_gatherer_refuses_values_outside_their_ranges_by_name(tmp_path):
@@ -94,6 +105,8 @@ def test_a_human_gatherer_refuses_values_outside_their_ranges_by_name(tmp_path):
         assert refused.value.argument == key and str(bad) in refused.value.problem
     for frac in (0.0, 1.0):  # the ends are allowed
         assert HumanGatherer(tmp_path, serve=False, min_answered_frac=frac).min_answered_frac == frac
+    one = HumanGatherer(tmp_path, serve=False, max_pending=1)
+    assert one.max_pending == 1 and one.metrics() == {}  # no figures before its first round
 
 
 def test_a_stop_request_ends_the_wait(tmp_path):
@@ -242,16 +255,26 @@ def test_a_server_that_cannot_start_says_why_from_annotate_log(tmp_path):
     import socket
 
     publish(tmp_path, 1)
-    (tmp_path / "annotate.log").write_text("an earlier server's output\nand its last line\n")  # appended to
+    # Appended to; an earlier server's output need not be UTF-8 (a crash can cut a character in two).
+    (tmp_path / "annotate.log").write_bytes(b"an earlier server's output \xe2\x82\nand its last line\n")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(NetworkError) as refused:
             AnnotationProcess(RunFolder(tmp_path), "127.0.0.1", port, None, 60.0).start()
-    log = (tmp_path / "annotate.log").read_text().strip().splitlines()
+    log = (tmp_path / "annotate.log").read_text(errors="replace").strip().splitlines()
     assert len(log) == 3 and "address already in use" in log[-1].lower()
     assert str(refused.value) == f"the annotation server did not start: {log[-1]} (see {tmp_path / 'annotate.log'})"
+
+
+def test_a_server_that_does_not_listen_in_time_is_stopped_and_the_refusal_says_how_long_it_waited(tmp_path):
+    publish(tmp_path, 1)
+    server = AnnotationProcess(RunFolder(tmp_path), "127.0.0.1", 0, None, 60.0)
+    with pytest.raises(NetworkError) as refused:
+        server.start(timeout_s=0.01)  # a Python child takes longer than that to import its server
+    assert str(refused.value) == f"the annotation server did not listen within 0.01 s (see {tmp_path / 'annotate.log'})"
+    assert not server.alive()
 
 
 def test_a_server_that_dies_is_started_again_and_the_console_gives_each_address(tmp_path, caplog):
