@@ -283,6 +283,18 @@ def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
             assert clip.shape == (6, 106, 160, 3)  # 5 steps and the last observation, 160 px wide
 
 
+def test_a_querent_resumed_from_an_older_checkpoint_never_reuses_the_ids_published_since(tmp_path):
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
+    venv = env.make(seed=0)
+    episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
+    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 3)
+    querent = WebQuerent(env, tmp_path, width=160)
+    checkpoint = pickle.dumps(querent)  # saved before any query; the run goes on and publishes three
+    assert querent(pairs).tolist() == [0, 1, 2]
+    resumed = pickle.loads(checkpoint)  # the store kept the three that came after the checkpoint
+    assert resumed(pairs[:2]).tolist() == [3, 4]
+
+
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
     """The ids of the drawn queries, newest first, once there are ``n``."""
     deadline = time.monotonic() + timeout_s
