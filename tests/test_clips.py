@@ -2,6 +2,8 @@
 
 import pickle
 import sqlite3
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -293,6 +295,17 @@ def test_a_querent_resumed_from_an_older_checkpoint_never_reuses_the_ids_publish
     assert querent(pairs).tolist() == [0, 1, 2]
     resumed = pickle.loads(checkpoint)  # the store kept the three that came after the checkpoint
     assert resumed(pairs[:2]).tolist() == [3, 4]
+
+
+def test_a_process_that_ends_without_stopping_its_clip_drawing_still_exits(tmp_path):
+    # The drawing thread waits for queries for ever: the interpreter must not wait for it at exit.
+    code = ("from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv\n"
+            "from rlhp.feedback.clips import ClipRenderer\n"
+            "from rlhp.feedback.prefetch import ClipPrefetcher\n"
+            "from rlhp.runs.queries import QueryStore\n"
+            f"ClipPrefetcher(QueryStore({str(tmp_path / 'queries.sqlite')!r}), "
+            f"ClipRenderer(GymEnv(FIXED_HORIZON_CARTPOLE)), {str(tmp_path)!r}, 2).start()\n")
+    subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
 
 
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
