@@ -1,10 +1,12 @@
 """What people see: each env's fragments drawn as frames, chosen by what its observations are."""
 
+import gc
 import pickle
 import sqlite3
 import subprocess
 import sys
 import time
+import weakref
 
 import gymnasium as gym
 import imageio
@@ -18,6 +20,7 @@ from rlhp.envs.states import shrunk_screen
 from rlhp.errors import ConfigError
 from rlhp.feedback import WebQuerent
 from rlhp.feedback.clips import (
+    ClipRenderer,
     GameFrames,
     NewestFrames,
     PaletteFrames,
@@ -31,6 +34,7 @@ from rlhp.feedback.prefetch import ClipPrefetcher, DrawOnPublish
 from rlhp.fragments import RandomFragmenter
 from rlhp.policies import random_policy
 from rlhp.rollout import rollout
+from rlhp.runs.queries import QueryStore
 
 
 def test_a_minatar_cell_shows_the_colour_of_its_highest_lit_channel():
@@ -306,6 +310,18 @@ def test_a_process_that_ends_without_stopping_its_clip_drawing_still_exits(tmp_p
             f"ClipPrefetcher(QueryStore({str(tmp_path / 'queries.sqlite')!r}), "
             f"ClipRenderer(GymEnv(FIXED_HORIZON_CARTPOLE)), {str(tmp_path)!r}, 2).start()\n")
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
+
+
+def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
+    drawing = ClipPrefetcher(QueryStore(tmp_path / "queries.sqlite"), ClipRenderer(GymEnv(FIXED_HORIZON_CARTPOLE)),
+                             tmp_path, 2)
+    drawing.start()
+    assert drawing.running
+    drawing.stop()
+    left = weakref.ref(drawing)
+    del drawing
+    gc.collect()
+    assert left() is None  # its exit hook went with it: the renderer's env is freed now, not at exit
 
 
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
