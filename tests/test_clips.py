@@ -324,6 +324,31 @@ def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
     assert left() is None  # its exit hook went with it: the renderer's env is freed now, not at exit
 
 
+def test_a_clip_that_cannot_be_drawn_stops_the_drawing_and_says_so_on_the_console(tmp_path, caplog):
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
+    venv = env.make(seed=0)
+    episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
+    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 1)
+    store = QueryStore(tmp_path / "queries.sqlite")
+    store.publish(np.array([7]), 0, [("q7-left.mp4", "q7-right.mp4")], pairs, 1, "", drawn=False)
+    renderer = ClipRenderer(env)
+
+    def broken(*args) -> None:
+        raise RuntimeError("no GPU context")
+
+    renderer.write = broken
+    drawing = ClipPrefetcher(store, renderer, tmp_path, 2)
+    with caplog.at_level("ERROR", logger="rlhp.feedback.prefetch"):
+        drawing.start()
+        deadline = time.monotonic() + 10
+        while drawing.running and time.monotonic() < deadline:  # the thread ends by itself
+            time.sleep(0.01)
+    assert not drawing.running and wait_until_drawn(store, 1, timeout_s=0) == []
+    [record] = caplog.records
+    assert record.getMessage() == "drawing query 7's clips failed; no more clips are drawn"
+    assert getattr(record, "console", False) and "no GPU context" in caplog.text  # the cause, with its traceback
+
+
 def wait_until_drawn(store, n: int, timeout_s: float = 60) -> list[int]:
     """The ids of the drawn queries, newest first, once there are ``n``."""
     deadline = time.monotonic() + timeout_s
