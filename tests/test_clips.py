@@ -273,11 +273,16 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert isinstance(again.drawing, ClipPrefetcher) and not again.drawing.running and again.prefetch == 2
 
 
-def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
+def cartpole_pairs(n: int) -> tuple[GymEnv, FragmentPairs]:
+    """CartPole and ``n`` random pairs of 5-step fragments from two of its episodes."""
     env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
     venv = env.make(seed=0)
     episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
-    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 2)
+    return env, RandomFragmenter(np.random.default_rng(0))(episodes, 5, n)
+
+
+def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
+    env, pairs = cartpole_pairs(2)
     querent = WebQuerent(env, tmp_path, width=160)
     assert isinstance(querent.drawing, DrawOnPublish) and not querent.needs_states
     ids = querent(pairs)
@@ -290,10 +295,7 @@ def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
 
 
 def test_a_querent_resumed_from_an_older_checkpoint_never_reuses_the_ids_published_since(tmp_path):
-    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
-    venv = env.make(seed=0)
-    episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
-    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 3)
+    env, pairs = cartpole_pairs(3)
     querent = WebQuerent(env, tmp_path, width=160)
     checkpoint = pickle.dumps(querent)  # saved before any query; the run goes on and publishes three
     assert querent(pairs).tolist() == [0, 1, 2]
@@ -325,10 +327,7 @@ def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
 
 
 def test_a_clip_that_cannot_be_drawn_stops_the_drawing_and_says_so_on_the_console(tmp_path, caplog):
-    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
-    venv = env.make(seed=0)
-    episodes = rollout(venv, random_policy(venv.action_space), episodes=2)
-    pairs = RandomFragmenter(np.random.default_rng(0))(episodes, 5, 1)
+    env, pairs = cartpole_pairs(1)
     store = QueryStore(tmp_path / "queries.sqlite")
     store.publish(np.array([7]), 0, [("q7-left.mp4", "q7-right.mp4")], pairs, 1, "", drawn=False)
     renderer = ClipRenderer(env)
