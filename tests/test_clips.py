@@ -17,7 +17,7 @@ from helpers import NO_PICTURES
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.states import shrunk_screen
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError, ConfigError
 from rlhp.feedback import WebQuerent
 from rlhp.feedback.clips import (
     ClipRenderer,
@@ -324,6 +324,24 @@ def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
     del drawing
     gc.collect()
     assert left() is None  # its exit hook went with it: the renderer's env is freed now, not at exit
+
+
+def test_a_querent_refuses_bad_values_by_name_and_keeps_its_drawing_through_a_checkpoint(tmp_path):
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
+    for key, bad in (("labels_per_query", 0), ("width", 15), ("width", 17), ("width", 14), ("prefetch", 0)):
+        with pytest.raises(ArgumentError) as refused:
+            WebQuerent(env, tmp_path, **{key: bad})
+        assert refused.value.argument == key and f"got {bad}" in refused.value.problem
+    plain = WebQuerent(env, tmp_path, labels_per_query=1, width=16)  # the smallest allowed
+    assert plain.renderer.width == 16 and plain.instructions == "" and plain.prefetch == 6
+    assert WebQuerent(env, tmp_path).renderer.width == 320  # the documented default
+    again = pickle.loads(pickle.dumps(WebQuerent(env, tmp_path, width=160, fps=10)))
+    assert (again.renderer.width, again.renderer.fps) == (160, 10)
+    old = WebQuerent(env, tmp_path).__getstate__()
+    del old["prefetch"]  # a checkpoint from before clips were drawn lazily
+    restored = WebQuerent.__new__(WebQuerent)
+    restored.__setstate__(old)
+    assert restored.prefetch == 6
 
 
 def test_a_clip_that_cannot_be_drawn_stops_the_drawing_and_says_so_on_the_console(tmp_path, caplog):
