@@ -15,15 +15,12 @@ import argparse
 import datetime
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
+from bench_suite import BIN, wall
 from docblock import show
 
 from rlhp.report.runs import Run, find_runs
-
-BIN = Path(sys.executable).parent
 
 
 def run_pair(root: Path, experiment: str, seed: int) -> tuple[Run, Run]:
@@ -57,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
 
     pairs = [run_pair(args.root, args.experiment, seed) for seed in range(args.seeds)]
-    loop, ceiling = np.array([[r.rows[-1]["wall_s"] for r in pair] for pair in pairs]).T
+    loop, ceiling = wall([loop for loop, _ in pairs]), wall([ceiling for _, ceiling in pairs])
     ratio = loop / ceiling
     rows = "\n".join(f"| {seed} | {a:.1f} | {b:.1f} | {r:.2f}x |"
                      for seed, (a, b, r) in enumerate(zip(loop, ceiling, ratio, strict=True)))
