@@ -8,7 +8,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhp.envs import FIXED_HORIZON_CARTPOLE, FIXED_HORIZON_MOUNTAIN_CAR, AtariEnv, GymEnv, MinAtarEnv
+from rlhp.envs import (
+    FIXED_HORIZON_CARTPOLE,
+    FIXED_HORIZON_INVERTED_DOUBLE_PENDULUM,
+    FIXED_HORIZON_MOUNTAIN_CAR,
+    AtariEnv,
+    GymEnv,
+    MinAtarEnv,
+)
 from rlhp.errors import ArgumentError
 from rlhp.feedback.clips import restorer
 
@@ -39,6 +46,23 @@ def test_mountain_car_pays_its_bonus_every_step_at_the_goal_and_never_ends_early
     rewards, terminated = run_episode(env, np.array([0.0], np.float32))
     assert len(rewards) == 999 and not any(terminated) and max(rewards) == 0.0  # idle: never reaches the goal
     assert restorer(env) is not None  # its clips can be drawn for people
+
+
+def test_the_double_pendulum_swings_on_after_it_falls_paying_no_alive_bonus_while_down():
+    pytest.importorskip("mujoco")
+    push = np.array([1.0], np.float32)  # always push right: the poles fall within a few dozen steps
+    own, ended = run_episode(gym.make("InvertedDoublePendulum-v5"), push)
+    env = gym.make(FIXED_HORIZON_INVERTED_DOUBLE_PENDULUM)
+    env.reset(seed=0)
+    fixed, up = [], []
+    for _ in range(1000):
+        _, reward, terminated, truncated, _ = env.step(push)
+        assert not terminated
+        fixed.append(reward)
+        up.append(env.unwrapped.data.site_xpos[0][2] > 1)  # the tip above the env's own limit
+    assert truncated and ended[-1] and len(own) < 100  # the env's own episode ends when the poles fall
+    assert fixed[:len(own)] == own  # the same physics and reward up to the fall, the fall's step included
+    assert [r > 0 for r in fixed] == up and up.count(False) > 500  # the alive bonus only while the tip is up
 
 
 def test_a_game_continues_after_game_over_on_a_fixed_horizon():

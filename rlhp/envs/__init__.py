@@ -1,4 +1,6 @@
-"""Environments: the ``env`` options (any gymnasium id, Atari and MinAtar games) and fixed-horizon classics."""
+"""Environments: the ``env`` options (any gymnasium id, Atari and MinAtar games) and fixed-horizon variants."""
+
+import gymnasium as gym
 
 from rlhp.envs.atari import AtariEnv
 from rlhp.envs.base import MAX_ENVS, VECTORIZE, GymEnv
@@ -6,5 +8,11 @@ from rlhp.envs.classic import FIXED_HORIZON_CARTPOLE, FIXED_HORIZON_MOUNTAIN_CAR
 from rlhp.envs.games import ContinueAfterGameOver, GameEnv
 from rlhp.envs.minatar import MinAtarEnv
 
-__all__ = ["FIXED_HORIZON_CARTPOLE", "FIXED_HORIZON_MOUNTAIN_CAR", "MAX_ENVS", "VECTORIZE", "AtariEnv",
-           "ContinueAfterGameOver", "GameEnv", "GymEnv", "MinAtarEnv"]
+FIXED_HORIZON_INVERTED_DOUBLE_PENDULUM = "rlhp/InvertedDoublePendulum-FixedHorizon-v5"
+"""InvertedDoublePendulum-v5 without early termination (:mod:`rlhp.envs.mujoco`; needs ``rlhp[mujoco]``)."""
+
+gym.register(FIXED_HORIZON_INVERTED_DOUBLE_PENDULUM, max_episode_steps=1000,
+             entry_point="rlhp.envs.mujoco:FixedHorizonInvertedDoublePendulum")
+
+__all__ = ["FIXED_HORIZON_CARTPOLE", "FIXED_HORIZON_INVERTED_DOUBLE_PENDULUM", "FIXED_HORIZON_MOUNTAIN_CAR", "MAX_ENVS",
+           "VECTORIZE", "AtariEnv", "ContinueAfterGameOver", "GameEnv", "GymEnv", "MinAtarEnv"]
