@@ -188,15 +188,16 @@ def test_instructions_are_the_text_itself_or_the_file_it_names(tmp_path):
     assert read_instructions(text) == text
     assert read_instructions("") == ""
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
-    with pytest.raises(ArgumentError, match="cannot be read as UTF-8 text"):
+    with pytest.raises(ArgumentError, match="^instructions '.*latin1.txt' cannot be read as UTF-8 text"):
         read_instructions(str(tmp_path / "latin1.txt"))
     (tmp_path / "folder.md").mkdir()
-    with pytest.raises(ArgumentError, match="which is not a file"):
+    not_a_file = r"^instructions names '.*{}', which is not a file \(give the text itself or the path of a .md or .txt"
+    with pytest.raises(ArgumentError, match=not_a_file.format("folder.md")):
         read_instructions(str(tmp_path / "folder.md"))
-    with pytest.raises(ArgumentError, match="which is not a file"):
+    with pytest.raises(ArgumentError, match=not_a_file.format("notes.md")):
         read_instructions(str(tmp_path / "notes.md"))
     read_instructions("x" * MAX_INSTRUCTIONS)
-    with pytest.raises(ArgumentError, match=f"are {MAX_INSTRUCTIONS + 1:,} characters; at most"):
+    with pytest.raises(ArgumentError, match=f"^instructions are {MAX_INSTRUCTIONS + 1:,} characters; at most"):
         read_instructions("x" * (MAX_INSTRUCTIONS + 1))
-    with pytest.raises(ArgumentError, match="must be text or a file name, got 5"):
+    with pytest.raises(ArgumentError, match="^instructions must be text or a file name, got 5$"):
         read_instructions(5)
