@@ -190,14 +190,19 @@ def test_a_mujoco_fragment_is_drawn_from_its_recorded_physics_exactly_as_the_env
         shown.append(live.render())
     draw = drawer(env, width=160, fps=125)  # Hopper's own rate: every step
     assert type(draw) is PhysicsFrames and draw.needs_states and draw.stride == 1
+    model = draw.env.unwrapped.model  # Hopper has a shadow-casting light and a reflecting floor
+    assert not model.light_castshadow.any() and (model.mat_reflectance == 0).all()
     drawn = draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states)
     assert_same_pictures(drawn, np.stack(shown))
+    unrecorded = GymEnv("Hopper-v5", n_envs=1, kwargs={"terminate_when_unhealthy": False})  # a copy of its own
+    np.testing.assert_array_equal(drawer(unrecorded, width=160, fps=125).frames(
+        episode.obs[:-1], episode.acts, episode.obs[-1], episode.states), drawn)
     assert (drawn[0] != drawn[-1]).mean() > 1e-3  # it moves: far more differs than the tolerance allows
     slow = drawer(env, width=160)  # a person needs 25 frames a second: every 5th of Hopper's 125, and the last
     assert slow.stride == 5 and slow.fps == 25
     assert_same_pictures(slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states),
                          np.stack(shown)[[0, 5, 10, 12]])
-    with pytest.raises(ValueError, match="carry no physics states"):
+    with pytest.raises(ValueError, match="^these fragments carry no physics states: the env did not record them$"):
         slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((13, 0)))
 
 
