@@ -339,6 +339,7 @@ def test_a_querent_refuses_bad_values_by_name_and_keeps_its_drawing_through_a_ch
         assert refused.value.argument == key and f"got {bad}" in refused.value.problem
     plain = WebQuerent(env, tmp_path, labels_per_query=1, width=16)  # the smallest allowed
     assert plain.renderer.width == 16 and plain.instructions == "" and plain.prefetch == 6
+    assert WebQuerent(env, tmp_path, prefetch=1).prefetch == 1  # one clip ahead is the least
     assert WebQuerent(env, tmp_path).renderer.width == 320  # the documented default
     again = pickle.loads(pickle.dumps(WebQuerent(env, tmp_path, width=160, fps=10)))
     assert (again.renderer.width, again.renderer.fps) == (160, 10)
