@@ -75,14 +75,62 @@ def test_an_image_observation_shows_its_newest_frame_scaled():
     assert (frames[:, 40:44, 80:84] == 200).all() and (frames[:, :40] == 0).all()
 
 
-@pytest.mark.parametrize(("env", "kind", "width"), [
-    (lambda: MinAtarEnv("Breakout"), PaletteFrames, 320),
-    (lambda: GymEnv(FIXED_HORIZON_CARTPOLE), RestoredFrames, 600),
+class GreyStacks(gym.Env):
+    """Stacks of four 8x8 grey frames, channel first, with a dot that moves down a row a step; draws nothing."""
+
+    observation_space = gym.spaces.Box(0, 255, (4, 8, 8), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode, self.t = render_mode, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        self.t = 0
+        return self.obs(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return self.obs(), 0.0, False, False, {}
+
+    def obs(self) -> np.ndarray:
+        stack = np.zeros((4, 8, 8), np.uint8)
+        stack[-1, self.t % 8, 0] = 255
+        return stack
+
+
+class ShownGreyStacks(GreyStacks):
+    """The same, drawing its screen (channels last, as gymnasium's image envs observe)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def render(self) -> np.ndarray:
+        return np.repeat(self.obs()[-1][..., None], 3, axis=-1)
+
+
+gym.register("rlhp-test/GreyStacks-v0", entry_point=GreyStacks, max_episode_steps=20)
+gym.register("rlhp-test/ShownGreyStacks-v0", entry_point=ShownGreyStacks, max_episode_steps=20)
+
+
+def test_images_are_drawn_from_the_env_s_screens_where_it_has_them_else_as_their_newest_frame():
+    shown = drawer(GymEnv("rlhp-test/ShownGreyStacks-v0", n_envs=1), width=320)
+    assert type(shown) is ScreenFrames and shown.fps == 30
+    newest = drawer(GymEnv("rlhp-test/GreyStacks-v0", n_envs=1), width=330)
+    assert type(newest) is NewestFrames and newest.fps == 15 and newest.scale == 42  # whole pixels, >= 330 wide
+    obs = np.stack([GreyStacks().obs()] * 2)
+    assert newest.frames(obs, np.zeros(2), obs[-1], np.zeros((3, 0))).shape == (3, 336, 336, 3)
+
+
+@pytest.mark.parametrize(("env", "kind", "asked", "width"), [
+    (lambda: MinAtarEnv("Breakout"), PaletteFrames, 320, 320),
+    (lambda: MinAtarEnv("Breakout"), PaletteFrames, 325, 330),  # whole pixels a cell, at least as wide
+    (lambda: GymEnv(FIXED_HORIZON_CARTPOLE), RestoredFrames, 320, 600),
 ])
-def test_each_env_is_drawn_by_what_its_observations_are(env, kind, width):
+def test_each_env_is_drawn_by_what_its_observations_are(env, kind, asked, width):
     env = env()
-    draw = drawer(env, width=320)
+    draw = drawer(env, width=asked)
     assert type(draw) is kind
+    if kind is PaletteFrames:  # black and a colour for each of Breakout's 4 channels
+        assert draw.colours.shape == (5, 3)
     venv = env.make(seed=0, n_envs=1)
     obs = np.stack([venv.reset()[0], venv.step(np.array([1]))[0][0]])
     frames = draw.frames(obs, np.array([1, 1]), obs[-1], np.zeros((3, 0)))
@@ -130,8 +178,12 @@ def test_a_pendulum_frame_draws_the_torque_about_to_be_applied_and_the_last_fram
 
 
 def test_an_env_that_cannot_be_drawn_is_refused_by_its_id():
-    with pytest.raises(ConfigError, match="env.id.*draws no rgb_array pictures"):
+    with pytest.raises(ConfigError, match="^config key `env.id` rlhp-test/NoPictures-v0 draws no rgb_array pictures"
+                       ) as refused:
         drawer(GymEnv(NO_PICTURES), width=320)
+    # It says which envs people can label: those drawn again from their observations, by name.
+    assert "AcrobotEnv, CartPoleEnv, Continuous_MountainCarEnv, MountainCarEnv, PendulumEnv, on MuJoCo envs" in \
+        str(refused.value)
 
 
 def test_any_other_env_that_renders_shows_the_screens_it_recorded_while_sampling():
@@ -395,3 +447,26 @@ def test_people_teaching_a_backflip_get_mujoco_clips_and_the_task_s_instructions
     assert loop.querent.instructions == BACKFLIP
     plain = compose(composed("train", ["env=gym", "env.id=Hopper-v5", "agent=sac", "debug=fast"]), tmp_path / "b")
     assert not plain.source.env.recording  # nobody looks: nothing recorded
+
+
+def test_a_renderer_writes_every_clip_ending_on_its_fragment_s_last_observation_at_its_frame_rate(tmp_path):
+    env, pairs = cartpole_pairs(5)  # 10 clips: more than the 8 that wait for its 4 encoders at once
+    renderer = ClipRenderer(env, width=160, fps=20)
+    assert (ClipRenderer(env).width, ClipRenderer(env).workers) == (320, 4)  # the documented defaults
+    ends = []
+    draw = renderer.drawer.frames
+    renderer.drawer.frames = lambda obs, acts, last_obs, states: ends.append(last_obs) or draw(obs, acts, last_obs,
+                                                                                              states)
+    names = [(f"{i}-left.mp4", f"{i}-right.mp4") for i in range(5)]
+    renderer.write(pairs, names, tmp_path / "run" / "media")  # folders made as needed
+    np.testing.assert_array_equal(np.stack(ends), pairs.next_obs[:, :, -1].reshape(10, -1))
+    for name in (n for pair in names for n in pair):
+        clip = tmp_path / "run" / "media" / name
+        assert imageio.v3.immeta(clip)["fps"] == 20 and len(imageio.v3.imread(clip)) == 6  # 5 steps and the last
+
+
+def test_where_clips_are_drawn_from_recorded_states_their_drawer_sets_the_frame_rate():
+    env, _ = hopper_episode(2)
+    assert ClipRenderer(env, width=160, fps=125).drawer.stride == 1  # every step: Hopper's own 125 a second
+    slow = ClipRenderer(env, width=160, fps=10)  # every 12th step of 125 a second: 10.4, not the 10 asked for
+    assert slow.drawer.stride == 12 and slow.fps == slow.drawer.fps == 125 / 12

@@ -5,10 +5,10 @@ How depends on the env (:func:`drawer`): a classic-control env is put in the sta
 and rendered, so the frames are exactly what the env showed; a MuJoCo env is put in the physics state it
 recorded at each step (:mod:`rlhp.envs.states`) and rendered headless through EGL, at a frame rate a person
 needs rather than every step; an Atari game replays each step from the emulator state it recorded, in the
-console's colours; a MinAtar frame is coloured with MinAtar's own palette; any other image observation shows
-its newest frame as the agent sees it. Any other env that renders gets the fallback: its screens, rendered
-while sampling and recorded only when people label. Envs that draw no pictures are refused when the run
-starts.
+console's colours; a MinAtar frame is coloured with MinAtar's own palette. Any other env that renders gets
+the fallback: its screens, rendered while sampling and recorded only when people label. One that does not
+render but observes stacks of images (channel first) shows the newest frame of each, as the agent sees it.
+Envs that draw no pictures are refused when the run starts.
 """
 
 from __future__ import annotations
@@ -225,13 +225,10 @@ def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
     """How ``env``'s fragments are drawn for people, in clips at least ``width`` pixels wide before scaling;
     ``fps``: the frame rate wanted where the drawer picks its frames (MuJoCo's), else the clip's own."""
     space = env.observation_space
-    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8:
-        scale = -(-width // space.shape[2])  # whole pixels a cell, at least ``width`` wide
-        if isinstance(env, MinAtarEnv):
-            return PaletteFrames(space.shape[0], cell=scale)
-        if isinstance(env, AtariEnv):
-            return GameFrames(env)
-        return NewestFrames(fps=15.0, scale=scale)  # Atari: 60 Hz, a step every 4 frames
+    if isinstance(env, MinAtarEnv):
+        return PaletteFrames(space.shape[0], cell=-(-width // space.shape[2]))  # whole pixels a cell, >= width
+    if isinstance(env, AtariEnv):
+        return GameFrames(env)
     probe = env.make_single()
     restorable, physics = restorer(probe) is not None, has_physics(probe)
     renders = "rgb_array" in probe.metadata.get("render_modes", ())
@@ -242,6 +239,8 @@ def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
         return PhysicsFrames(env, width, fps or 25.0)
     if renders:
         return ScreenFrames(env)
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == np.uint8:
+        return NewestFrames(fps=15.0, scale=-(-width // space.shape[2]))  # stacks as Atari's: a step every 4 frames
     names = ", ".join(sorted(c.__name__ for c in RESTORERS))
     raise ConfigError("env.id", f"{env.id} draws no rgb_array pictures, and its observations neither give its whole "
                       f"state nor are images, so rlhp cannot show its fragments to people; human labels work on "
