@@ -343,6 +343,8 @@ def test_a_cheap_drawer_draws_each_query_as_it_is_published(tmp_path):
     querent = WebQuerent(env, tmp_path, width=160)
     assert isinstance(querent.drawing, DrawOnPublish) and not querent.needs_states
     ids = querent(pairs)
+    with sqlite3.connect(querent.run.queries_db) as db:  # queries asked with no round named are round 0's
+        assert db.execute("SELECT DISTINCT round FROM queries").fetchall() == [(0,)]
     with sqlite3.connect(querent.store.path) as db:  # every one drawn before anyone could lease it
         assert sorted(r[0] for r in db.execute("SELECT id FROM queries WHERE drawn = 1")) == ids.tolist()
     for q in ids:
