@@ -99,9 +99,9 @@ class GreyStacks(gym.Env):
 
 
 class ShownGreyStacks(GreyStacks):
-    """The same, drawing its screen (channels last, as gymnasium's image envs observe)."""
+    """The same, drawing its screen (channels last, as gymnasium's image envs observe), at no rate it names."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+    metadata = {"render_modes": ["rgb_array"]}
 
     def render(self) -> np.ndarray:
         return np.repeat(self.obs()[-1][..., None], 3, axis=-1)
@@ -111,9 +111,12 @@ gym.register("rlhp-test/GreyStacks-v0", entry_point=GreyStacks, max_episode_step
 gym.register("rlhp-test/ShownGreyStacks-v0", entry_point=ShownGreyStacks, max_episode_steps=20)
 
 
+@pytest.mark.filterwarnings("ignore:.*No render fps was declared:UserWarning")  # the case under test
 def test_images_are_drawn_from_the_env_s_screens_where_it_has_them_else_as_their_newest_frame():
     shown = drawer(GymEnv("rlhp-test/ShownGreyStacks-v0", n_envs=1), width=320)
-    assert type(shown) is ScreenFrames and shown.fps == 30
+    assert type(shown) is ScreenFrames and shown.fps == 30  # where the env names no frame rate
+    with pytest.raises(ValueError, match="^these fragments carry no screens: the env did not record them$"):
+        shown.frames(np.zeros((2, 4, 8, 8)), np.zeros(2), np.zeros((4, 8, 8)), np.zeros((3, 0)))
     newest = drawer(GymEnv("rlhp-test/GreyStacks-v0", n_envs=1), width=330)
     assert type(newest) is NewestFrames and newest.fps == 15 and newest.scale == 42  # whole pixels, >= 330 wide
     obs = np.stack([GreyStacks().obs()] * 2)
@@ -277,7 +280,7 @@ def test_an_atari_fragment_is_replayed_in_the_colours_the_game_showed_live():
     assert drawn.shape == (40, 210, 160, 3)
     np.testing.assert_array_equal(drawn, np.stack(shown))
     assert (drawn[1:] != drawn[:-1]).any(axis=(1, 2, 3)).mean() > 0.5  # a frame one step off would not pass
-    with pytest.raises(ValueError, match="carry no emulator states"):
+    with pytest.raises(ValueError, match="^these fragments carry no emulator states: the env did not record them$"):
         draw.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((41, 0)))
 
 
