@@ -139,6 +139,10 @@ def test_a_locked_or_finished_folder_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir)
     wait_for_rounds(run_dir, 1, proc)
+    while not (run_dir / "checkpoints" / "iter_0001").is_dir():  # a checkpoint to resume from, complete
+        assert proc.poll() is None
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGSTOP)  # alive and holding the folder, but it cannot finish the run meanwhile
     second = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
     proc.kill()
     proc.wait()
