@@ -277,25 +277,71 @@ def held_out_accuracy(net: RewardNet) -> float:
     return float(((returns[:, 0] > returns[:, 1]).numpy() == (true[:, 0] > true[:, 1])).mean())
 
 
+class LastMask:
+    """A label filter that remembers the mask and the members' resamples of its latest epoch."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def keep(self, label_probs, labels, trained_on):
+        self.mask, self.trained_on = self.inner.keep(label_probs, labels, trained_on), trained_on
+        return self.mask
+
+    def metrics(self, keep):
+        return self.inner.metrics(keep)
+
+
 def test_dropping_contradicted_labels_leaves_out_the_planted_wrong_ones():
     ds, wrong = flipped(300, 0.1)
     nets, dropped = {}, {}
-    for name, label_filter in (("all", KeepAll()), ("contradicted", DropContradicted(confidence=0.9))):
+    filters = {"all": KeepAll(), "every member": DropContradicted(confidence=0.9, out_of_bag=False),
+               "out of bag": DropContradicted(confidence=0.9)}
+    for name, inner in filters.items():
         torch.manual_seed(0)
         nets[name] = RewardNet(*spaces(), members=3)
-        trainer = RewardTrainer(nets[name], np.random.default_rng(0), epochs=30, label_filter=label_filter)
-        metrics = trainer.train(ds)
-        labels = torch.as_tensor(ds.labels)
-        probs = trainer.label_probs(trainer._encoder(ds.pairs.tensors()), labels)
-        keep = label_filter.keep(lambda p=probs: p, labels)
-        dropped[name] = ~keep.numpy().astype(bool)
-    # The flips the true returns contradict clearly are left out (the rest sit near ties), and no right label is.
-    assert (dropped["contradicted"] & wrong).sum() >= 2 / 3 * wrong.sum()
-    assert (dropped["contradicted"] & ~wrong).sum() == 0
-    assert metrics["reward_labels_dropped"] == dropped["contradicted"].sum()
+        label_filter = LastMask(inner)
+        metrics = RewardTrainer(nets[name], np.random.default_rng(0), epochs=30, label_filter=label_filter).train(ds)
+        dropped[name] = ~label_filter.mask.numpy().astype(bool)
+        assert metrics.get("reward_labels_dropped", 0) == dropped[name].sum()
     assert not dropped["all"].any()
+    # The flips the true returns contradict clearly are left out (the rest sit near ties), and no right label is;
+    # judges that never trained on a pair catch more of them, for at most one right label of 270 (near a tie).
+    assert (dropped["every member"] & wrong).sum() >= 2 / 3 * wrong.sum()
+    assert (dropped["every member"] & ~wrong).sum() == 0
+    assert (dropped["out of bag"] & wrong).sum() > (dropped["every member"] & wrong).sum()
+    assert (dropped["out of bag"] & ~wrong).sum() <= 1
     # Left out, they are not learned: fresh pairs are ranked better than by the net that believed them.
-    assert held_out_accuracy(nets["contradicted"]) > held_out_accuracy(nets["all"]) + 0.03
+    for name in ("every member", "out of bag"):
+        assert held_out_accuracy(nets[name]) > held_out_accuracy(nets["all"]) + 0.03
+
+
+def test_each_member_s_resample_is_what_the_filter_is_told_it_trained_on():
+    label_filter = LastMask(DropContradicted())
+    trainer = RewardTrainer(RewardNet(*spaces(), members=4), np.random.default_rng(0), epochs=1, val_split=0.25,
+                            label_filter=label_filter)
+    seen = []
+    trainer._returns = lambda inputs, idx, real=trainer._returns: seen.append(idx) or real(inputs, idx)
+    trainer.train(labelled(80))
+    trained = torch.cat([idx for idx in seen if idx.dim() == 2], dim=1)  # (members, pairs) each member's batches
+    told = label_filter.trained_on
+    assert told.shape == (4, 80) and told.dtype == torch.bool
+    for member in range(4):
+        assert set(trained[member].tolist()) == set(told[member].nonzero().ravel().tolist())
+    assert 0.5 < told.float().mean() * 80 / 60 < 0.75  # a bootstrap of 60 training pairs holds about 63% of them
+    validation = ~told.any(0)
+    assert validation.sum() >= 20  # the 20 validation pairs, never trained on
+
+
+def test_a_pair_is_judged_by_the_members_that_did_not_train_on_it():
+    # Two members; pair 0's wrong label memorised by member 0 and contradicted by member 1, which never saw it.
+    probs = torch.tensor([[0.99, 0.99, 0.9, 0.20], [0.10, 0.30, 0.9, 0.20]])
+    labels = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    trained_on = torch.tensor([[True, True, True, True], [False, True, True, False]])
+    kept = {oob: DropContradicted(max_fraction=1.0, out_of_bag=oob).keep(lambda: probs, labels, trained_on).tolist()
+            for oob in (True, False)}
+    # Out of bag: pair 0 by member 1 alone; pairs 1 and 2, held by both, by both (mean 0.64 and 0.9); pair 3 by 1.
+    assert kept[True] == [0.0, 1.0, 1.0, 0.0]
+    assert kept[False] == [1.0, 1.0, 1.0, 0.0]  # every member: pair 0's mean is 0.545
 
 
 def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
@@ -305,9 +351,9 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     # Members' probabilities of each pair's label, (members, pairs): the mean decides, against 1 - 0.85.
     probs = torch.tensor([[0.10, 0.00, 0.15, 0.0], [0.15, 0.40, 0.20, 0.0]])
     labels = torch.tensor([1.0, 0.0, 1.0, 0.5])  # the last a tie: never judged
-    keep = DropContradicted(confidence=0.85, max_fraction=1.0).keep(lambda: probs, labels)
+    keep = DropContradicted(confidence=0.85, max_fraction=1.0).keep(lambda: probs, labels, probs > 2)
     assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
-    assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels).tolist() == [1.0] * 4
+    assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels, probs > 2).tolist() == [1.0] * 4
     assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
 
 
@@ -318,7 +364,8 @@ def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first
     # Ten pairs, one member: five contradicted (under 0.4), a tie that is never judged.
     probs = torch.tensor([[0.30, 0.90, 0.05, 0.35, 0.20, 0.70, 0.00, 0.10, 0.60, 0.99]])
     labels = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0])
-    dropped = {share: (1 - DropContradicted(max_fraction=share).keep(lambda: probs, labels)).nonzero().ravel().tolist()
+    dropped = {share: (1 - DropContradicted(max_fraction=share).keep(lambda: probs, labels, probs > 2)).nonzero()
+                  .ravel().tolist()
                for share in (1.0, 0.3, 0.25, 0.1, 0.05)}
     assert dropped == {1.0: [0, 2, 3, 4, 7], 0.3: [2, 4, 7], 0.25: [2, 7], 0.1: [2], 0.05: []}
 

@@ -14,9 +14,11 @@ from rlhp.errors import ArgumentError
 class LabelFilter(Protocol):
     """Decides, each epoch, which labelled pairs the members train on."""
 
-    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
+             trained_on: torch.Tensor) -> torch.Tensor:
         """A float mask over pairs (1: train on it) from ``label_probs()``, each member's probability of the
-        given label, (members, pairs), which is computed only when called."""
+        given label, (members, pairs), which is computed only when called; ``trained_on`` (members, pairs) says
+        which members' bootstrap resamples hold each pair."""
 
     def metrics(self, keep: torch.Tensor) -> dict[str, float]:
         """Figures of an epoch's mask over the training pairs."""
@@ -25,7 +27,8 @@ class LabelFilter(Protocol):
 class KeepAll:
     """Every label is believed, as the paper does."""
 
-    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
+             trained_on: torch.Tensor) -> torch.Tensor:
         """Every pair, without scoring any."""
         return torch.ones_like(labels)
 
@@ -37,6 +40,12 @@ class KeepAll:
 class DropContradicted:
     """Leaves out of an epoch the labelled pairs whose label the ensemble, on average over its members, gives a
     probability under ``1 - confidence``: the model, fitted to the other labels, is confident the teacher erred.
+
+    With ``out_of_bag``, a pair is judged only by the members whose bootstrap resample left it out (by all where
+    every member holds it): those members never fitted its label, so a wrong label they contradict stays
+    contradicted however long the others train on it (the cross-validated filter of Brodley and Friedl 1999,
+    with the ensemble's own resamples as folds). Judged by every member, a wrong label met in a long first
+    round is memorised before it is contradicted.
 
     Neural nets fit the consistent majority of labels before they memorise the odd ones (the "early learning"
     of training on noisy labels; RIME, Cheng et al. 2024, filters preferences by the same loss), so a wrong
@@ -51,19 +60,23 @@ class DropContradicted:
         confidence: how sure the ensemble must be of the other answer, in (0.5, 1).
         max_fraction: the largest share of the pairs left out in one epoch, in (0, 1] (B-Pref's erring teacher
             flips a tenth).
+        out_of_bag: judge each pair by the members that did not train on it.
     """
 
-    def __init__(self, confidence: float = 0.6, max_fraction: float = 0.1) -> None:
+    def __init__(self, confidence: float = 0.6, max_fraction: float = 0.1, out_of_bag: bool = True) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
         if not 0 < max_fraction <= 1:
             raise ArgumentError("max_fraction", f"must lie in (0, 1], got {max_fraction}")
-        self.confidence, self.max_fraction = confidence, max_fraction
+        self.confidence, self.max_fraction, self.out_of_bag = confidence, max_fraction, out_of_bag
 
-    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-        """0 where the members' mean probability of the label is below ``1 - confidence``, for at most
+    def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
+             trained_on: torch.Tensor) -> torch.Tensor:
+        """0 where the judging members' mean probability of the label is below ``1 - confidence``, for at most
         ``max_fraction`` of the pairs, those of lowest probability."""
-        probs = label_probs().mean(0)
+        judges = ~trained_on if self.out_of_bag else torch.zeros_like(trained_on)
+        judges = judges | ~judges.any(0)  # a pair every member trained on is judged by all
+        probs = (label_probs() * judges).sum(0) / judges.sum(0)
         drop = (probs < 1 - self.confidence) & (labels != 0.5)
         limit = int(self.max_fraction * len(labels))
         if int(drop.sum()) > limit:

@@ -197,9 +197,11 @@ class RewardTrainer:
         ratio = self.pseudo_labels.ratio if self.unlabelled is not None and len(self.unlabelled) else 0
         if ratio:
             unlabelled = self._encoder(self.unlabelled.tensors(device))
+        trained_on = torch.zeros((members, n), dtype=torch.bool, device=device)
+        trained_on.scatter_(1, torch.as_tensor(sample, device=device), True)
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
-            keep = self.label_filter.keep(lambda: self.label_probs(inputs, labels), labels)
+            keep = self.label_filter.keep(lambda: self.label_probs(inputs, labels), labels, trained_on)
             self.net.train(True)
             shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
             shuffled_labels, shuffled_keep = labels[shuffled], keep[shuffled]
