@@ -2,9 +2,10 @@
 teachers at one budget, each run with ``rlhp-train -m`` into its own sweep folder under ``--root``.
 
 A method is a set of overrides on the env's experiment (``METHODS``); ``--best`` names the overrides of the
-best combination. A finished sweep is reused (see ``bench_suite.sweep``). The tables give the final true
-return, mean and 95% Student-t interval over seeds, and the seeds that reach the env's target; the budget's
-person-minutes are its labels at 40 a minute (the labelling page's pace).
+best combination. A budget is a number of labels, or ``own``: the task's own experiment's. A finished sweep is
+reused (see ``bench_suite.sweep``). The tables give the final true return, mean and 95% Student-t interval over
+seeds, and the seeds that reach the env's target; the budget's person-minutes are its labels at 40 a minute (the
+labelling page's pace).
 
     python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/benchmarks.md
 """
@@ -14,13 +15,22 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from bench_suite import cell, final, seeds, sweep
 from docblock import show
 
-ENVS = {"cartpole": ("cartpole_100_labels", 475.0), "pendulum": ("pendulum", -200.0)}
-"""An env's experiment, and the final true return at which a run counts as solved."""
+
+class Task(NamedTuple):
+    """An env's experiment, the final true return at which a run counts as solved, and the experiment's labels."""
+
+    experiment: str
+    target: float
+    own_budget: int
+
+
+ENVS = {"cartpole": Task("cartpole_100_labels", 475.0, 100), "pendulum": Task("pendulum", -200.0, 200)}
 METHODS = {
     "plain": [],
     "+SURF": ["pseudo_labels=surf", "crop=temporal"],
@@ -35,6 +45,13 @@ TEACHERS = {
     "myopic (gamma 0.9)": ["gatherer.myopic_gamma=0.9"],
 }
 LABELS_A_MINUTE = 40
+
+
+def budget(text: str) -> str:
+    """A ``--budgets`` entry: a positive number of labels, or ``own``."""
+    if text != "own" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"a budget is a positive number of labels or 'own', got {text!r}")
+    return text
 
 
 def result(values: np.ndarray, target: float) -> str:
@@ -53,7 +70,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, "best"])
     parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+RUNE"]],
                         help="the overrides of 'best'")
-    parser.add_argument("--budgets", nargs="+", type=int, default=[10, 25, 50, 100])
+    parser.add_argument("--budgets", nargs="+", type=budget, default=["10", "25", "50", "100", "own"])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--teachers", nargs="*", default=list(TEACHERS), choices=list(TEACHERS))
     parser.add_argument("--teacher-budget", type=int, default=100)
@@ -65,14 +82,15 @@ def main() -> None:
     args = parser.parse_args()
     methods = {**METHODS, "best": args.best}
 
-    def run(env: str, method: str, budget: int, extra: list[str] = (), tag: str = "") -> tuple[np.ndarray, str]:
-        experiment, _ = ENVS[env]
-        overrides = [f"total_comparisons={budget}", *methods[method], *extra]
-        folder = args.root / env / method.strip("+").replace(" ", "_") / f"{budget}{tag}"
+    def run(env: str, method: str, labels: int, extra: list[str] = (), tag: str = "") -> tuple[np.ndarray, str]:
+        experiment = ENVS[env].experiment
+        overrides = [f"total_comparisons={labels}", *methods[method], *extra]
+        folder = args.root / env / method.strip("+").replace(" ", "_") / f"{labels}{tag}"
         runs = sweep(folder, [f"experiment={experiment}", *overrides, seeds(args.seeds)], args.jobs)
         return final(runs), command(experiment, overrides, args.seeds)
 
-    header = " | ".join(f"{b} labels ({b / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
+    header = " | ".join("the task's own budget" if b == "own" else
+                        f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
     teachers = " ".join(f'"{t}"' for t in args.teachers)
     lines = [f"Final true return, mean ± 95% CI over {args.seeds} seeds (seeds solved), by method and label budget"
@@ -82,14 +100,15 @@ def main() -> None:
              f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
-        target = ENVS[env][1]
+        task = ENVS[env]
+        labels = [task.own_budget if b == "own" else int(b) for b in args.budgets]
         for method in args.methods:
             cells, cmd = [], ""
-            for budget in args.budgets:
-                values, cmd = run(env, method, budget)
-                cells.append(result(values, target))
-            cmd = cmd.replace(f"total_comparisons={args.budgets[-1]}",
-                              "total_comparisons=" + ",".join(map(str, args.budgets)))
+            for b, n in zip(args.budgets, labels):
+                values, cmd = run(env, method, n)
+                cells.append(result(values, task.target) + (f", {n} labels" if b == "own" else ""))
+            cmd = cmd.replace(f"total_comparisons={labels[-1]}",
+                              "total_comparisons=" + ",".join(map(str, sorted(set(labels)))))
             lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")
     if args.teachers:
         lines += ["", f"B-Pref's imperfect teachers at {args.teacher_budget} labels, same figures:", "",
@@ -103,7 +122,7 @@ def main() -> None:
                 for method in args.teacher_methods:
                     tag = "_" + extra[0].split(".", 1)[1].replace("=", "")
                     values, cmd = run(env, method, args.teacher_budget, extra, tag)
-                    cells.append(result(values, ENVS[env][1]))
+                    cells.append(result(values, ENVS[env].target))
                     commands.append(f"{method}: `{cmd}`")
                 lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | {'<br>'.join(commands)} |")
     text = "\n".join(lines)

@@ -364,7 +364,7 @@ def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first
     # Ten pairs, one member: five contradicted (under 0.4), a tie that is never judged.
     probs = torch.tensor([[0.30, 0.90, 0.05, 0.35, 0.20, 0.70, 0.00, 0.10, 0.60, 0.99]])
     labels = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0])
-    dropped = {share: (1 - DropContradicted(max_fraction=share).keep(lambda: probs, labels, probs > 2)).nonzero()
+    dropped = {share: (1 - DropContradicted(0.6, max_fraction=share).keep(lambda: probs, labels, probs > 2)).nonzero()
                   .ravel().tolist()
                for share in (1.0, 0.3, 0.25, 0.1, 0.05)}
     assert dropped == {1.0: [0, 2, 3, 4, 7], 0.3: [2, 4, 7], 0.25: [2, 7], 0.1: [2], 0.05: []}

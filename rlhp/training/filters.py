@@ -63,7 +63,7 @@ class DropContradicted:
         out_of_bag: judge each pair by the members that did not train on it.
     """
 
-    def __init__(self, confidence: float = 0.6, max_fraction: float = 0.1, out_of_bag: bool = True) -> None:
+    def __init__(self, confidence: float = 0.7, max_fraction: float = 0.1, out_of_bag: bool = True) -> None:
         if not 0.5 < confidence < 1:
             raise ArgumentError("confidence", f"must lie in (0.5, 1), got {confidence}")
         if not 0 < max_fraction <= 1:
