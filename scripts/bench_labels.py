@@ -13,6 +13,7 @@ labelling page's pace).
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -92,11 +93,13 @@ def main() -> None:
     header = " | ".join("the task's own budget" if b == "own" else
                         f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
-    teachers = " ".join(f'"{t}"' for t in args.teachers)
+    best_args = f" --best {' '.join(args.best)}" if "best" in args.methods else ""
+    teachers = " ".join(map(shlex.quote, args.teachers))
     lines = [f"Final true return, mean ± 95% CI over {args.seeds} seeds (seeds solved), by method and label budget"
              f"{best}. "
              f"Written by `python scripts/bench_labels.py --envs {' '.join(args.envs)} --methods "
-             f"{' '.join(args.methods)} --budgets {' '.join(map(str, args.budgets))} --seeds {args.seeds} --teachers "
+             f"{' '.join(map(shlex.quote, args.methods))}{best_args} --budgets {' '.join(args.budgets)} "
+             f"--seeds {args.seeds} --teachers "
              f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
@@ -106,7 +109,8 @@ def main() -> None:
             cells, cmd = [], ""
             for b, n in zip(args.budgets, labels):
                 values, cmd = run(env, method, n)
-                cells.append(result(values, task.target) + (f", {n} labels" if b == "own" else ""))
+                own = f"(the {n}-label column)" if b == "own" and str(n) in args.budgets else ""
+                cells.append(own or result(values, task.target) + (f", {n} labels" if b == "own" else ""))
             cmd = cmd.replace(f"total_comparisons={labels[-1]}",
                               "total_comparisons=" + ",".join(map(str, sorted(set(labels)))))
             lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")
