@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, "best"])
-    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+RUNE"]],
+    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+SURF"]],
                         help="the overrides of 'best'")
     parser.add_argument("--budgets", nargs="+", type=budget, default=["10", "25", "50", "100", "own"])
     parser.add_argument("--seeds", type=int, default=5)
