@@ -106,13 +106,15 @@ def main() -> None:
         task = ENVS[env]
         labels = [task.own_budget if b == "own" else int(b) for b in args.budgets]
         for method in args.methods:
-            cells, cmd = [], ""
+            cells = []
             for b, n in zip(args.budgets, labels):
-                values, cmd = run(env, method, n)
-                own = f"(the {n}-label column)" if b == "own" and str(n) in args.budgets else ""
-                cells.append(own or result(values, task.target) + (f", {n} labels" if b == "own" else ""))
-            cmd = cmd.replace(f"total_comparisons={labels[-1]}",
-                              "total_comparisons=" + ",".join(map(str, sorted(set(labels)))))
+                if b == "own" and str(n) in args.budgets:
+                    cells.append(f"(the {n}-label column)")
+                    continue
+                values, _ = run(env, method, n)
+                cells.append(result(values, task.target) + (f", {n} labels" if b == "own" else ""))
+            every = "total_comparisons=" + ",".join(map(str, sorted(set(labels))))
+            cmd = command(task.experiment, [every, *methods[method]], args.seeds)
             lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")
     if args.teachers:
         lines += ["", f"B-Pref's imperfect teachers at {args.teacher_budget} labels, same figures:", "",

@@ -74,7 +74,7 @@ class DropContradicted:
              trained_on: torch.Tensor) -> torch.Tensor:
         """0 where the judging members' mean probability of the label is below ``1 - confidence``, for at most
         ``max_fraction`` of the pairs, those of lowest probability."""
-        judges = ~trained_on if self.out_of_bag else torch.zeros_like(trained_on)
+        judges = ~trained_on if self.out_of_bag else torch.ones_like(trained_on)
         judges = judges | ~judges.any(0)  # a pair every member trained on is judged by all
         probs = (label_probs() * judges).sum(0) / judges.sum(0)
         drop = (probs < 1 - self.confidence) & (labels != 0.5)
