@@ -2,9 +2,10 @@
 teachers at one budget, each run with ``rlhp-train -m`` into its own sweep folder under ``--root``.
 
 A method is a set of overrides on the env's experiment (``METHODS``); ``--best`` names the overrides of the
-best combination. A budget is a number of labels, or ``own``: the task's own experiment's. A finished sweep is
-reused (see ``bench_suite.sweep``). The tables give the final true return, mean and 95% Student-t interval over
-seeds, and the seeds that reach the env's target; the budget's person-minutes are its labels at 40 a minute (the
+best combination. A budget is a number of labels, ``own`` (the task's own experiment's) or ``quarter`` (a quarter
+of that: the harder tasks' target is the plain method's own-budget result from it). A finished sweep is reused
+(see ``bench_suite.sweep``). The tables give the final true return, mean and 95% Student-t interval over seeds,
+and the seeds that reach the env's target; the budget's person-minutes are its labels at 40 a minute (the
 labelling page's pace).
 
     python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/benchmarks.md
@@ -31,13 +32,23 @@ class Task(NamedTuple):
     own_budget: int
 
 
-ENVS = {"cartpole": Task("cartpole_100_labels", 475.0, 100), "pendulum": Task("pendulum", -200.0, 200)}
+ENVS = {
+    "cartpole": Task("cartpole_100_labels", 475.0, 100),
+    "pendulum": Task("pendulum", -200.0, 200),
+    # Without a fixed target, 90% of the way from a random policy's return to the true-reward ceiling's, as
+    # bench_suite.py counts (docs/benchmarks.md): MinAtar Breakout 38.3 to 83.7, Reacher -41.9 to -4.6.
+    "minatar_breakout": Task("minatar_breakout", 79.2, 1000),
+    "reacher": Task("reacher", -8.4, 700),
+}
+SHARES = {"own": 1, "quarter": 4}
+"""The budgets named by their share of the task's own budget: its labels divided by this."""
 METHODS = {
     "plain": [],
     "+SURF": ["pseudo_labels=surf", "crop=temporal"],
     "+RUNE": ["reward_net.std_coef=0.05", "reward_net.std_decay=3e-5"],
     "+entropy queries": ["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
     "+robustness": ["label_filter=contradicted"],
+    "+dynamics features": ["self_supervision=dynamics"],
 }
 TEACHERS = {
     "mistake (10% flipped)": ["gatherer.mistake=0.1"],
@@ -49,10 +60,19 @@ LABELS_A_MINUTE = 40
 
 
 def budget(text: str) -> str:
-    """A ``--budgets`` entry: a positive number of labels, or ``own``."""
-    if text != "own" and not (text.isdigit() and int(text) > 0):
-        raise argparse.ArgumentTypeError(f"a budget is a positive number of labels or 'own', got {text!r}")
+    """A ``--budgets`` entry: a positive number of labels, or a share of the task's own (``own``, ``quarter``)."""
+    if text not in SHARES and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"a budget is a positive number of labels or one of {sorted(SHARES)}, "
+                                         f"got {text!r}")
     return text
+
+
+def cell_name(text: str) -> tuple[str, str]:
+    """A ``--not-run`` entry, ``method@budget``: a table cell left out (its runs cost more than the table's)."""
+    method, _, share = text.partition("@")
+    if method not in [*METHODS, "best"]:
+        raise argparse.ArgumentTypeError(f"{text!r}: the method is one of {[*METHODS, 'best']}")
+    return method, budget(share)
 
 
 def result(values: np.ndarray, target: float) -> str:
@@ -77,6 +97,8 @@ def main() -> None:
     parser.add_argument("--teacher-budget", type=int, default=100)
     parser.add_argument("--teacher-methods", nargs="*", default=["plain", "+robustness"])
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
+    parser.add_argument("--not-run", nargs="*", type=cell_name, default=[], metavar="METHOD@BUDGET",
+                        help="cells to leave out, e.g. best@own")
     parser.add_argument("--root", type=Path, default=Path("outputs/bench_labels"))
     parser.add_argument("--out", type=Path, default=None, help="write the tables here (else print them)")
     parser.add_argument("--block", default="bench_labels", help="the marked block of --out to write")
@@ -90,8 +112,10 @@ def main() -> None:
         runs = sweep(folder, [f"experiment={experiment}", *overrides, seeds(args.seeds)], args.jobs)
         return final(runs), command(experiment, overrides, args.seeds)
 
-    header = " | ".join("the task's own budget" if b == "own" else
-                        f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
+    shares = {"own": "the task's own budget", "quarter": "a quarter of the task's own"}
+    header = " | ".join(shares.get(b) or f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)"
+                        for b in args.budgets)
+    not_run = " --not-run " + " ".join(f"{m}@{b}" for m, b in args.not_run) if args.not_run else ""
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
     best_args = f" --best {' '.join(args.best)}" if "best" in args.methods else ""
     teachers = " ".join(map(shlex.quote, args.teachers))
@@ -99,21 +123,24 @@ def main() -> None:
              f"{best}. "
              f"Written by `python scripts/bench_labels.py --envs {' '.join(args.envs)} --methods "
              f"{' '.join(map(shlex.quote, args.methods))}{best_args} --budgets {' '.join(args.budgets)} "
-             f"--seeds {args.seeds} --teachers "
+             f"--seeds {args.seeds}{not_run} --teachers "
              f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
         task = ENVS[env]
-        labels = [task.own_budget if b == "own" else int(b) for b in args.budgets]
+        labels = [task.own_budget // SHARES[b] if b in SHARES else int(b) for b in args.budgets]
         for method in args.methods:
             cells = []
             for b, n in zip(args.budgets, labels):
-                if b == "own" and str(n) in args.budgets:
+                if b in SHARES and str(n) in args.budgets:
                     cells.append(f"(the {n}-label column)")
-                    continue
-                values, _ = run(env, method, n)
-                cells.append(result(values, task.target) + (f", {n} labels" if b == "own" else ""))
-            every = "total_comparisons=" + ",".join(map(str, sorted(set(labels))))
+                elif (method, b) in args.not_run:
+                    cells.append("not run")
+                else:
+                    values, _ = run(env, method, n)
+                    cells.append(result(values, task.target) + (f", {n} labels" if b in SHARES else ""))
+            ran = {n for b, n in zip(args.budgets, labels) if (method, b) not in args.not_run}
+            every = "total_comparisons=" + ",".join(map(str, sorted(ran)))
             cmd = command(task.experiment, [every, *methods[method]], args.seeds)
             lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")
     if args.teachers:
