@@ -48,7 +48,6 @@ METHODS = {
     "+RUNE": ["reward_net.std_coef=0.05", "reward_net.std_decay=3e-5"],
     "+entropy queries": ["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
     "+robustness": ["label_filter=contradicted"],
-    "+dynamics features": ["self_supervision=dynamics"],
 }
 TEACHERS = {
     "mistake (10% flipped)": ["gatherer.mistake=0.1"],

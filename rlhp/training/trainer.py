@@ -19,12 +19,10 @@ from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training.augment import Crop, WholeFragments
-from rlhp.training.dynamics import NoSelfSupervision, SelfSupervision
 from rlhp.training.filters import KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
 
-WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL, NO_SELF_SUPERVISION = (WholeFragments(), NoPseudoLabels(), KeepAll(),
-                                                                   NoSelfSupervision())
+WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL = WholeFragments(), NoPseudoLabels(), KeepAll()
 
 
 class PairScores(NamedTuple):
@@ -81,8 +79,6 @@ class RewardTrainer:
         crop: the steps of each pair a training batch scores (SURF's temporal crops, or whole fragments).
         pseudo_labels: what it learns from unlabelled pairs (SURF's confident pseudo-labels, or nothing).
         label_filter: which labels it trains on each epoch (all, or not those it confidently contradicts).
-        self_supervision: what its features learn from the fragments' dynamics beside the labels (nothing, or
-            REED-style next-input prediction).
     """
 
     WEIGHT_DECAY_RANGE = 100.0
@@ -95,8 +91,7 @@ class RewardTrainer:
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0,
                  crop: Crop = WHOLE_FRAGMENTS, pseudo_labels: PseudoLabeller = NO_PSEUDO_LABELS,
-                 label_filter: LabelFilter = KEEP_ALL,
-                 self_supervision: SelfSupervision = NO_SELF_SUPERVISION) -> None:
+                 label_filter: LabelFilter = KEEP_ALL) -> None:
         for name, value in (("batch_size", batch_size), ("epochs", epochs),
                             ("minibatch_size", 1 if minibatch_size is None else minibatch_size)):
             if value < 1:
@@ -124,15 +119,12 @@ class RewardTrainer:
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
         self.crop, self.pseudo_labels, self.label_filter = crop, pseudo_labels, label_filter
-        self.self_supervision, self.head = self_supervision, self_supervision.head(reward_net)
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
-        self.optimizer = torch.optim.AdamW([*reward_net.parameters(), *self.head.parameters()], lr=lr,
-                                           weight_decay=weight_decay, fused=True)
+        self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
     def unlabelled_wanted(self, labelled: int) -> int:
-        """Unlabelled pairs to keep beside a dataset of ``labelled`` pairs (0 without pseudo-labels or
-        self-supervision that draws them)."""
-        return max(self.pseudo_labels.ratio, self.self_supervision.ratio) * labelled
+        """Unlabelled pairs to keep beside a dataset of ``labelled`` pairs (0 without pseudo-labels)."""
+        return self.pseudo_labels.ratio * labelled
 
     def remember_unlabelled(self, pairs: FragmentPairs) -> None:
         """Unlabelled pairs (the latest agent's) for pseudo-labels, kept until replaced."""
@@ -202,9 +194,9 @@ class RewardTrainer:
         val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
         # Each ensemble member learns from its own bootstrap resample of the training pairs.
         sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
-        pool = len(self.unlabelled) if self.unlabelled is not None else 0
-        ratio = self.pseudo_labels.ratio if pool else 0
-        unlabelled = self._encoder(self.unlabelled.tensors(device)) if pool else inputs
+        ratio = self.pseudo_labels.ratio if self.unlabelled is not None and len(self.unlabelled) else 0
+        if ratio:
+            unlabelled = self._encoder(self.unlabelled.tensors(device))
         trained_on = torch.zeros((members, n), dtype=torch.bool, device=device)
         trained_on.scatter_(1, torch.as_tensor(sample, device=device), True)
         metrics: dict[str, float] = {}
@@ -223,14 +215,11 @@ class RewardTrainer:
                     # Members are independent, so summing their losses trains each at full rate.
                     loss = (self.loss(returns, shuffled_labels[:, part]) * shuffled_keep[:, part]).sum()
                     if ratio:
-                        drawn = self.rng.integers(0, pool, (members, ratio * returns.shape[1]))
+                        drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
                         extra, labelled = self.pseudo_labels.loss(
                             self._returns(unlabelled, torch.as_tensor(drawn, device=device)))
                         loss = loss + extra.sum() / ratio
                         pseudo.append(labelled.mean())
-                    # Per pair, as the preference loss is: a batch's mean squared error counts once a pair.
-                    loss = loss + returns.shape[1] * self.self_supervision.loss(
-                        self.head, self.net, shuffled[:, part], inputs, unlabelled, pool, self.rng)
                     (loss / (stop - start)).backward()
                     seen.append(returns.detach())
                 self.optimizer.step()
