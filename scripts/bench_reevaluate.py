@@ -1,0 +1,60 @@
+"""Re-evaluate finished runs' final agents over more episodes than their own evaluation took, on fresh start states.
+
+Where returns vary widely with the start state (Pendulum: a policy's episodes spread by about 90), a 20-episode
+mean sits within about 20 of the policy's own, so a run near a target passes or fails by its draw of starts; more
+episodes say on which side it is. Each run is read from its folder (its config and its final checkpoint's
+agent); nothing is written.
+
+    python scripts/bench_reevaluate.py /work/err/pendulum_sweep --episodes 200 --target -200
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from hydra.utils import get_class, instantiate
+from omegaconf import OmegaConf
+
+from rlhp.evaluation import policy_return
+from rlhp.report.runs import Run, find_runs
+
+SEED_OFFSET = 50_000
+"""Added to a run's seed for the starts of its re-evaluation: apart from its training's and its own evaluation's."""
+
+
+def reevaluate(run: Run, episodes: int) -> dict[str, float]:
+    """The run's final agent's mean and std of the true return over ``episodes`` deterministic episodes."""
+    config = OmegaConf.load(run.folder.path / ".hydra" / "config.yaml")
+    agent = get_class(config.agent._target_).load(run.folder.checkpoint("final") / "agent.zip", device="cpu")
+    return policy_return(agent, instantiate(config.env), episodes, int(config.seed) + SEED_OFFSET)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="run or sweep folders")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--target", type=float, default=-np.inf, help="count the runs at or above this return")
+    args = parser.parse_args()
+    if args.episodes < 1:
+        parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    runs = [run for folder in args.folders for run in find_runs(folder) if run.status == "finished"]
+    if not runs:
+        parser.error(f"no finished run under {', '.join(map(str, args.folders))}")
+    print(f"| run | seed | own evaluation | over {args.episodes} episodes (± standard error) |\n|---|---:|---:|---:|")
+    recorded, again = [], []
+    for run in runs:
+        result = reevaluate(run, args.episodes)
+        recorded.append(run.evaluation["true_return_mean"])
+        again.append(result["true_return_mean"])
+        print(f"| {run.folder.path} | {run.overrides.get('seed', '-')} | {recorded[-1]:.1f} "
+              f"({run.evaluation.get('episodes', '?')} episodes) | {again[-1]:.1f} ± "
+              f"{result['true_return_std'] / np.sqrt(args.episodes):.1f} |")
+    if np.isfinite(args.target):
+        print(f"\nAt or above {args.target}: {sum(r >= args.target for r in recorded)}/{len(runs)} by their own "
+              f"evaluation, {sum(r >= args.target for r in again)}/{len(runs)} over {args.episodes} episodes.")
+
+
+if __name__ == "__main__":
+    main()
