@@ -122,7 +122,7 @@ def main() -> None:
              f"{best}. "
              f"Written by `python scripts/bench_labels.py --envs {' '.join(args.envs)} --methods "
              f"{' '.join(map(shlex.quote, args.methods))}{best_args} --budgets {' '.join(args.budgets)} "
-             f"--seeds {args.seeds}{not_run} --teachers "
+             f"--seeds {args.seeds}{not_run} --teachers{' ' * bool(teachers)}"
              f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
