@@ -5,7 +5,7 @@ mean sits within about 20 of the policy's own, so a run near a target passes or 
 episodes say on which side it is. Each run is read from its folder (its config and its final checkpoint's
 agent); nothing is written.
 
-    python scripts/bench_reevaluate.py /work/err/pendulum_sweep --episodes 200 --target -200
+    python scripts/bench_reevaluate.py <run or sweep folder> ... --episodes 200 --target -200
 """
 
 from __future__ import annotations
