@@ -40,8 +40,16 @@ ENVS = {
     "minatar_breakout": Task("minatar_breakout", 79.2, 1000),
     "reacher": Task("reacher", -8.4, 700),
 }
-SHARES = {"own": 1, "quarter": 4}
-"""The budgets named by their share of the task's own budget: its labels divided by this."""
+
+
+class Share(NamedTuple):
+    """A budget named by its share of the task's own: the task's labels divided by ``divisor``."""
+
+    divisor: int
+    heading: str
+
+
+SHARES = {"own": Share(1, "the task's own budget"), "quarter": Share(4, "a quarter of the task's own")}
 METHODS = {
     "plain": [],
     "+SURF": ["pseudo_labels=surf", "crop=temporal"],
@@ -49,6 +57,8 @@ METHODS = {
     "+entropy queries": ["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
     "+robustness": ["label_filter=contradicted"],
 }
+ALL_METHODS = [*METHODS, "best"]
+"""The table's methods: ``METHODS`` and the best combination (``--best``)."""
 TEACHERS = {
     "mistake (10% flipped)": ["gatherer.mistake=0.1"],
     "skip (below 10% of the largest return)": ["gatherer.skip_frac=0.1"],
@@ -69,8 +79,8 @@ def budget(text: str) -> str:
 def cell_name(text: str) -> tuple[str, str]:
     """A ``--not-run`` entry, ``method@budget``: a table cell left out (its runs cost more than the table's)."""
     method, _, share = text.partition("@")
-    if method not in [*METHODS, "best"]:
-        raise argparse.ArgumentTypeError(f"{text!r}: the method is one of {[*METHODS, 'best']}")
+    if method not in ALL_METHODS:
+        raise argparse.ArgumentTypeError(f"{text!r}: the method is one of {ALL_METHODS}")
     return method, budget(share)
 
 
@@ -87,7 +97,7 @@ def command(experiment: str, overrides: list[str], n_seeds: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, "best"])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=ALL_METHODS)
     parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+SURF"]],
                         help="the overrides of 'best'")
     parser.add_argument("--budgets", nargs="+", type=budget, default=["10", "25", "50", "100", "own"])
@@ -111,9 +121,8 @@ def main() -> None:
         runs = sweep(folder, [f"experiment={experiment}", *overrides, seeds(args.seeds)], args.jobs)
         return final(runs), command(experiment, overrides, args.seeds)
 
-    shares = {"own": "the task's own budget", "quarter": "a quarter of the task's own"}
-    header = " | ".join(shares.get(b) or f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)"
-                        for b in args.budgets)
+    header = " | ".join(SHARES[b].heading if b in SHARES else
+                        f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
     not_run = " --not-run " + " ".join(f"{m}@{b}" for m, b in args.not_run) if args.not_run else ""
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
     best_args = f" --best {' '.join(args.best)}" if "best" in args.methods else ""
@@ -127,9 +136,9 @@ def main() -> None:
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
     for env in args.envs:
         task = ENVS[env]
-        labels = [task.own_budget // SHARES[b] if b in SHARES else int(b) for b in args.budgets]
+        labels = [task.own_budget // SHARES[b].divisor if b in SHARES else int(b) for b in args.budgets]
         for method in args.methods:
-            cells = []
+            cells, ran = [], set()
             for b, n in zip(args.budgets, labels):
                 if b in SHARES and str(n) in args.budgets:
                     cells.append(f"(the {n}-label column)")
@@ -137,8 +146,8 @@ def main() -> None:
                     cells.append("not run")
                 else:
                     values, _ = run(env, method, n)
+                    ran.add(n)
                     cells.append(result(values, task.target) + (f", {n} labels" if b in SHARES else ""))
-            ran = {n for b, n in zip(args.budgets, labels) if (method, b) not in args.not_run}
             every = "total_comparisons=" + ",".join(map(str, sorted(ran)))
             cmd = command(task.experiment, [every, *methods[method]], args.seeds)
             lines.append(f"| {env} | {method} | {' | '.join(cells)} | `{cmd}` |")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 from hydra.utils import get_class, instantiate
-from omegaconf import OmegaConf
 
 from rlhp.evaluation import policy_return
 from rlhp.report.runs import Run, find_runs
@@ -26,7 +25,7 @@ SEED_OFFSET = 50_000
 
 def reevaluate(run: Run, episodes: int) -> dict[str, float]:
     """The run's final agent's mean and std of the true return over ``episodes`` deterministic episodes."""
-    config = OmegaConf.load(run.folder.path / ".hydra" / "config.yaml")
+    config = run.folder.config()
     agent = get_class(config.agent._target_).load(run.folder.checkpoint("final") / "agent.zip", device="cpu")
     return policy_return(agent, instantiate(config.env), episodes, int(config.seed) + SEED_OFFSET)
 

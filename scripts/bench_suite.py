@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 from docblock import show
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
 from rlhp.policies import random_policy
 from rlhp.report.runs import Run, find_runs
@@ -45,7 +44,7 @@ FRACTION_OF_CEILING = 0.9
 
 def random_return(run: Run, episodes: int = 100) -> float:
     """The mean true return of uniformly random actions on ``run``'s env (seeded apart from every run)."""
-    env = instantiate(OmegaConf.load(run.folder.path / ".hydra" / "config.yaml").env)
+    env = instantiate(run.folder.config().env)
     venv = env.make(seed=10_000)
     venv.action_space.seed(10_000)
     return float(np.mean([t.rews.sum() for t in rollout(venv, random_policy(venv.action_space), episodes=episodes)]))
