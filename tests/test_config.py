@@ -1,7 +1,9 @@
 """Tier 2: every option of every config group composes and builds (no training)."""
 
+import inspect
 from pathlib import Path
 
+import hydra.utils
 import numpy as np
 import pytest
 import torch
@@ -119,6 +121,15 @@ def test_the_trex_experiment_is_the_defaults_with_ranked_demos_ranked_by_return_
     expected, got = (OmegaConf.to_container(composed("train", over)) for over in
                      (trex, ["experiment=trex_cartpole", "trajectories.path=demos"]))
     assert got == expected and got["gatherer"]["_target_"] == "rlhp.feedback.RankedGatherer"
+
+
+@pytest.mark.parametrize("option", ["crop/temporal", "pseudo_labels/surf", "label_filter/contradicted"])
+def test_a_label_saving_method_s_config_is_its_class_s_defaults(option):
+    # The published settings live twice, in the class for Python users and in the option for the CLI: one value.
+    values = OmegaConf.to_container(OmegaConf.load(CONF / f"{option}.yaml"))
+    part = hydra.utils.get_class(values.pop("_target_"))
+    defaults = {name: p.default for name, p in inspect.signature(part).parameters.items()}
+    assert values == defaults
 
 
 def test_every_command_shares_the_hydra_output_and_logging(tmp_path):

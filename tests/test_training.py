@@ -346,7 +346,7 @@ def test_a_pair_is_judged_by_the_members_that_did_not_train_on_it():
 
 def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     for bad in (0.5, 1.0):
-        with pytest.raises(ArgumentError, match="confidence"):
+        with pytest.raises(ArgumentError, match=r"^confidence must lie in \(0.5, 1\)"):
             DropContradicted(confidence=bad)
     # Members' probabilities of each pair's label, (members, pairs): the mean decides, against 1 - 0.85.
     probs = torch.tensor([[0.10, 0.00, 0.15, 0.0], [0.15, 0.40, 0.20, 0.0]])
@@ -355,11 +355,15 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
     assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels, probs > 2).tolist() == [1.0] * 4
     assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
+    # A probability of exactly 1 - confidence is not under it: that label is kept.
+    at_the_line = torch.tensor([[0.25, 0.2499]])
+    kept = DropContradicted(confidence=0.75, max_fraction=1.0).keep(lambda: at_the_line, labels[:2], at_the_line > 2)
+    assert kept.tolist() == [1.0, 0.0]
 
 
 def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first():
     for bad in (0.0, 1.5):
-        with pytest.raises(ArgumentError, match="max_fraction"):
+        with pytest.raises(ArgumentError, match=r"^max_fraction must lie in \(0, 1\]"):
             DropContradicted(max_fraction=bad)
     # Ten pairs, one member: five contradicted (under 0.4), a tie that is never judged.
     probs = torch.tensor([[0.30, 0.90, 0.05, 0.35, 0.20, 0.70, 0.00, 0.10, 0.60, 0.99]])
@@ -390,8 +394,11 @@ def test_temporal_crops_are_windows_inside_the_fragments_of_the_configured_lengt
         assert first.min() >= 0 and first.max() + size <= 8
         assert len(set(first.flatten().tolist())) > 1 or size == 8  # each fragment has its own start
     assert lengths == {5, 6, 7, 8} and starts == {0.0, 1.0, 2.0, 3.0}
-    assert TemporalCrop(max_shorten=20)(step_inputs(1, 4, 3), rng).x.shape[-2] >= 1  # at least one step
-    with pytest.raises(ArgumentError, match="max_shorten"):
+    # Shorter fragments than the most a crop drops: every length from one step to the whole, and no shorter.
+    short = {TemporalCrop(max_shorten=20)(step_inputs(1, 4, 3), rng).x.shape[-2] for _ in range(100)}
+    assert short == {1, 2, 3}
+    assert {TemporalCrop(max_shorten=1)(step_inputs(1, 4, 8), rng).x.shape[-2] for _ in range(100)} == {7, 8}
+    with pytest.raises(ArgumentError, match=r"^max_shorten must be at least 1"):
         TemporalCrop(max_shorten=0)
 
 
@@ -414,11 +421,16 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
     assert (loss[0, 2:] == 0).all()
     loss.sum().backward()  # it trains the net towards its own confident answers
     assert returns.grad[0, 0, 0] < 0 < returns.grad[0, 1, 0]
+    rules = {"threshold": r"must lie in \(0.5, 1\)", "weight": "must be a positive finite number",
+             "ratio": "must be at least 1"}
     for bad in ({"threshold": 0.5}, {"threshold": 1.0}, {"weight": 0.0}, {"weight": math.inf}, {"ratio": 0}):
-        with pytest.raises(ArgumentError, match=next(iter(bad))):
+        name = next(iter(bad))
+        with pytest.raises(ArgumentError, match=f"^{name} {rules[name]}"):
             PseudoLabels(**bad)
-    none, _ = NoPseudoLabels().loss(returns)
-    assert NoPseudoLabels.ratio == 0 and (none == 0).all()
+    assert PseudoLabels(ratio=1).ratio == 1  # one unlabelled pair a labelled one is the least
+    none, mask = NoPseudoLabels().loss(returns)
+    assert NoPseudoLabels.ratio == 0 and (none == 0).all() and (mask == 0).all()
+    assert none.shape == mask.shape == labelled.shape == (1, 5)  # a loss per pair, as PseudoLabels gives
 
 
 def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels():
