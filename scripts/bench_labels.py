@@ -19,8 +19,13 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+import matplotlib
+import matplotlib.ticker
 import numpy as np
 from bench_suite import cell, final, seeds, sweep
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
 from docblock import show
 
 
@@ -94,6 +99,28 @@ def command(experiment: str, overrides: list[str], n_seeds: int) -> str:
     return " ".join(["rlhp-train -m", f"experiment={experiment}", *overrides, seeds(n_seeds)])
 
 
+def plot_solved(solved: dict[str, dict[str, dict[int, int]]], n_seeds: int, path: Path) -> None:
+    """Seeds solved against labels (log scale), a line a method and a panel an env; cells not run are gaps."""
+    fig, axes = plt.subplots(1, len(solved), figsize=(5.2 * len(solved), 3.8), dpi=110, squeeze=False)
+    for ax, (env, methods) in zip(axes[0], solved.items()):
+        for i, (method, cells) in enumerate(methods.items()):
+            budgets = sorted(cells)
+            # Methods often tie; a small shift along the log axis keeps each line in sight.
+            shift = 1 + 0.04 * (i - (len(methods) - 1) / 2)
+            ax.plot([b * shift for b in budgets], [cells[b] for b in budgets], marker="o", label=method)
+        ax.set(xscale="log", xlabel="labels", ylabel=f"seeds solved (of {n_seeds})", title=env,
+               ylim=(-0.3, n_seeds + 0.3))
+        ax.set_xticks(sorted({b for cells in methods.values() for b in cells}), minor=False)
+        ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
@@ -111,6 +138,8 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("outputs/bench_labels"))
     parser.add_argument("--out", type=Path, default=None, help="write the tables here (else print them)")
     parser.add_argument("--block", default="bench_labels", help="the marked block of --out to write")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="also draw the seeds solved by label budget, a panel an env, as this PNG")
     args = parser.parse_args()
     methods = {**METHODS, "best": args.best}
 
@@ -123,7 +152,8 @@ def main() -> None:
 
     header = " | ".join(SHARES[b].heading if b in SHARES else
                         f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
-    not_run = " --not-run " + " ".join(f"{m}@{b}" for m, b in args.not_run) if args.not_run else ""
+    not_run = " --not-run " + " ".join(shlex.quote(f"{m}@{b}") for m, b in args.not_run) if args.not_run else ""
+    plot = f" --plot {args.plot}" if args.plot is not None else ""
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
     best_args = f" --best {' '.join(args.best)}" if "best" in args.methods else ""
     teachers = " ".join(map(shlex.quote, args.teachers))
@@ -132,13 +162,14 @@ def main() -> None:
              f"Written by `python scripts/bench_labels.py --envs {' '.join(args.envs)} --methods "
              f"{' '.join(map(shlex.quote, args.methods))}{best_args} --budgets {' '.join(args.budgets)} "
              f"--seeds {args.seeds}{not_run} --teachers{' ' * bool(teachers)}"
-             f"{teachers}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
+             f"{teachers}{plot}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}).", "",
              f"| env | method | {header} | command |", "|---|---|" + "---:|" * len(args.budgets) + "---|"]
+    solved: dict[str, dict[str, dict[int, int]]] = {env: {} for env in args.envs}
     for env in args.envs:
         task = ENVS[env]
         labels = [task.own_budget // SHARES[b].divisor if b in SHARES else int(b) for b in args.budgets]
         for method in args.methods:
-            cells, ran = [], set()
+            cells, ran = [], solved[env].setdefault(method, {})
             for b, n in zip(args.budgets, labels):
                 if b in SHARES and str(n) in args.budgets:
                     cells.append(f"(the {n}-label column)")
@@ -146,7 +177,7 @@ def main() -> None:
                     cells.append("not run")
                 else:
                     values, _ = run(env, method, n)
-                    ran.add(n)
+                    ran[n] = int((values >= task.target).sum())
                     cells.append(result(values, task.target) + (f", {n} labels" if b in SHARES else ""))
             every = "total_comparisons=" + ",".join(map(str, sorted(ran)))
             cmd = command(task.experiment, [every, *methods[method]], args.seeds)
@@ -168,6 +199,8 @@ def main() -> None:
                 lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | {'<br>'.join(commands)} |")
     text = "\n".join(lines)
     show(text, args.out, args.block)
+    if args.plot is not None:
+        plot_solved(solved, args.seeds, args.plot)
 
 
 if __name__ == "__main__":
