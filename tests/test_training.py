@@ -413,7 +413,7 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
     margin = math.log(0.9 / 0.1)  # the return difference at which P(first preferred) is 0.9
     diffs = torch.tensor([[margin + 0.01, -(margin + 0.01), margin - 0.01, -(margin - 0.01), 0.0]])
     returns = torch.stack([diffs, torch.zeros_like(diffs)], -1).requires_grad_()
-    loss, labelled = labeller.loss(returns)
+    loss, labelled = labeller.loss(returns, 50.0)
     assert labelled.tolist() == [[1.0, 1.0, 0.0, 0.0, 0.0]]
     # Cross-entropy against the member's own rounded prediction (first, second), weighted; none elsewhere.
     expected = 0.5 * torch.nn.functional.softplus(-diffs[0, :2].abs())
@@ -428,7 +428,10 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
         with pytest.raises(ArgumentError, match=f"^{name} {rules[name]}"):
             PseudoLabels(**bad)
     assert PseudoLabels(ratio=1).ratio == 1  # one unlabelled pair a labelled one is the least
-    none, mask = NoPseudoLabels().loss(returns)
+    # Under the preference model's clip, a difference of 2 * margin counts as 0.9 * margin: not confident.
+    clipped, _ = labeller.loss(torch.tensor([[[2 * margin, 0.0]]], requires_grad=True), 0.9 * margin)
+    assert labeller.loss(torch.tensor([[[2 * margin, 0.0]]]), 50.0)[1].item() == 1.0 and clipped.item() == 0.0
+    none, mask = NoPseudoLabels().loss(returns, 50.0)
     assert NoPseudoLabels.ratio == 0 and (none == 0).all() and (mask == 0).all()
     assert none.shape == mask.shape == labelled.shape == (1, 5)  # a loss per pair, as PseudoLabels gives
 
@@ -447,6 +450,11 @@ def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels(
     assert "reward_pseudo_labelled" not in trained["none"]
     assert 0 < trained["surf"]["reward_pseudo_labelled"] <= 1  # some of the drawn pairs were confident enough
     assert trained["none"]["reward_loss"] != trained["surf"]["reward_loss"]
+    # Return differences clipped at 1 (the preference model's threshold) never reach P = 0.8: none is labelled.
+    clipped = RewardTrainer(RewardNet(*spaces(), members=2), np.random.default_rng(0), epochs=20, threshold=1.0,
+                            pseudo_labels=PseudoLabels(threshold=0.8, ratio=2))
+    clipped.remember_unlabelled(unlabelled)
+    assert clipped.train(ds)["reward_pseudo_labelled"] == 0
 
 
 def test_pseudo_labels_pull_the_model_towards_its_own_confident_answers_on_unlabelled_pairs():

@@ -217,7 +217,7 @@ class RewardTrainer:
                     if ratio:
                         drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
                         extra, labelled = self.pseudo_labels.loss(
-                            self._returns(unlabelled, torch.as_tensor(drawn, device=device)))
+                            self._returns(unlabelled, torch.as_tensor(drawn, device=device)), self.threshold)
                         loss = loss + extra.sum() / ratio
                         pseudo.append(labelled.mean())
                     (loss / (stop - start)).backward()
