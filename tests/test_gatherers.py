@@ -69,7 +69,7 @@ def test_the_myopic_teacher_weighs_later_steps_more():
 def test_the_skip_teacher_skips_pairs_that_both_return_little_and_never_trains_on_them():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.1)
     answered, labels, ids = gathered(g, with_returns([10, 0.5, 0.2, 3], [0, 0.4, 0.9, 0]))
-    # The largest return is 10, so pairs whose better fragment returns under 1 are skipped: answered
+    # Returns span 0 to 10, so pairs whose better fragment returns under 1 are skipped: answered
     # "can't tell" (NaN), which the loop keeps in the journal and never trains on.
     assert ids.tolist() == [0, 1, 2, 3] and g.pending is None
     assert labels[[0, 3]].tolist() == [1.0, 1.0] and np.isnan(labels[[1, 2]]).all()
@@ -79,7 +79,25 @@ def test_the_skip_teacher_skips_pairs_that_both_return_little_and_never_trains_o
 def test_the_equal_teacher_ties_close_returns():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.1)
     _, labels, _ = gathered(g, with_returns([10, 5, 5, 2], [0, 5.5, 4.5, 3.5]))
-    assert labels.tolist() == [1.0, 0.5, 0.5, 0.0]  # within 1 (10% of 10) of each other: equal
+    assert labels.tolist() == [1.0, 0.5, 0.5, 0.0]  # within 1 (10% of the range, 0 to 10) of each other: equal
+
+
+def test_where_every_return_is_negative_the_skip_teacher_skips_only_the_lowest_share_of_the_range():
+    g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.1)
+    # Pendulum-like returns from -900 to -50: the lowest 10% of that range is under -815.
+    labels = gathered(g, with_returns([-850, -100, -50], [-890, -120, -900]))[1]
+    assert np.isnan(labels[0]) and labels[1:].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("shift", [-1000.0, 1000.0])
+def test_the_skip_and_equal_teachers_answer_alike_when_every_return_moves_by_a_constant(shift):
+    first, second = np.array([10, 0.5, 0.2, 3, 5, 5]), np.array([0, 0.4, 0.9, 0, 5.5, 3.8])
+    answers = []
+    for offset in (0.0, shift):
+        g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.1, equal_frac=0.1)
+        answers.append(gathered(g, with_returns(first + offset, second + offset))[1])
+    np.testing.assert_array_equal(*answers)
+    assert np.isnan(answers[0]).sum() == 2 and (answers[0] == 0.5).sum() == 1
 
 
 def test_a_teacher_answers_everything_added_since_it_was_last_asked_in_typed_fields():
@@ -142,10 +160,10 @@ def test_a_teachers_figures_before_it_answered_and_for_certain_labels():
     assert g.metrics()["label_entropy"] == pytest.approx(0.0, abs=1e-9)  # certain labels carry no entropy
 
 
-def test_the_first_answers_scale_ties_by_their_own_largest_return():
+def test_the_first_answers_scale_ties_by_their_own_range_of_returns():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, equal_frac=0.5)
-    # The largest return is 0.3, so returns within 0.15 of each other are equal; nothing seen before counts.
-    assert gathered(g, with_returns([0.3, 0.3], [0.2, 0.1]))[1].tolist() == [0.5, 1.0]
+    # Returns span 0.1 to 0.3, so returns within 0.1 of each other are equal; nothing seen before counts.
+    assert gathered(g, with_returns([0.3, 0.3], [0.25, 0.1]))[1].tolist() == [0.5, 1.0]
 
 
 def test_returns_exactly_the_tie_margin_apart_are_not_equal():
@@ -175,7 +193,7 @@ def test_the_label_entropy_is_the_mean_binary_entropy_of_the_probabilities():
 
 def test_a_pair_whose_better_return_is_exactly_the_skip_margin_is_answered():
     g = SyntheticGatherer(np.random.default_rng(0), temperature=0, sample=False, skip_frac=0.5)
-    labels = gathered(g, with_returns([4, 2, 1], [0, 0, 0]))[1]  # margin 0.5 x 4 = 2
+    labels = gathered(g, with_returns([4, 2, 1], [0, 0, 0]))[1]  # margin 0 + 0.5 x (4 - 0) = 2
     assert labels[:2].tolist() == [1.0, 1.0] and np.isnan(labels[2])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -25,10 +27,11 @@ class SyntheticGatherer(OracleGatherer):
         noise_prob: chance that a label is a coin flip.
         mistake: share of labels flipped (B-Pref's "mistake" teacher).
         myopic_gamma: step t of L counts ``myopic_gamma ** (L - 1 - t)``: later steps weigh more ("myopic").
-        skip_frac: skip a query when both fragments' returns are below this fraction of the largest
-            fragment return seen so far ("skip"): it is answered, as "can't tell", and never trained on.
-        equal_frac: label 0.5 when the returns differ by less than this fraction of that largest
-            return ("equal"). Like B-Pref, both thresholds scale with the task's returns.
+        skip_frac: skip a query when both fragments' returns lie in this lowest fraction of the range of
+            fragment returns seen so far ("skip"): it is answered, as "can't tell", and never trained on.
+        equal_frac: label 0.5 when the returns differ by less than this fraction of that range ("equal").
+            Like B-Pref's, both thresholds scale with the task's returns; measured from the lowest return
+            rather than from 0 (B-Pref's rule where returns start at 0), they hold where rewards are negative.
     """
 
     annotator = "synthetic"
@@ -48,7 +51,7 @@ class SyntheticGatherer(OracleGatherer):
         self.temperature, self.discount_factor = temperature, discount_factor
         self.sample, self.threshold, self.noise_prob = sample, threshold, noise_prob
         self.mistake, self.myopic_gamma, self.skip_frac, self.equal_frac = mistake, myopic_gamma, skip_frac, equal_frac
-        self.largest_return = 0.0
+        self.lowest_return, self.highest_return = math.inf, -math.inf
         self.last_entropy = float("nan")
         self.last_skipped = 0
 
@@ -79,16 +82,19 @@ class SyntheticGatherer(OracleGatherer):
         """Every query is answered at once (a skipped one with a NaN label)."""
         returns_t = self.returns(pairs)
         prob, returns = self._probabilities(returns_t), returns_t.numpy()
-        self.largest_return = max(self.largest_return, float(np.abs(returns).max(initial=0.0)))
+        if len(returns):
+            self.lowest_return = min(self.lowest_return, float(returns.min()))
+            self.highest_return = max(self.highest_return, float(returns.max()))
+        spread = self.highest_return - self.lowest_return
         if self.equal_frac:
-            prob = np.where(np.abs(returns[:, 0] - returns[:, 1]) < self.equal_frac * self.largest_return, 0.5, prob)
+            prob = np.where(np.abs(returns[:, 0] - returns[:, 1]) < self.equal_frac * spread, 0.5, prob)
         p = np.clip(prob, 1e-12, 1 - 1e-12)
         self.last_entropy = float(np.mean(-(p * np.log2(p) + (1 - p) * np.log2(1 - p))))
         labels = (self.rng.binomial(1, prob) if self.sample else prob).astype(np.float32)
         if self.mistake:
             flip = self.rng.random(len(labels)) < self.mistake
             labels[flip] = 1 - labels[flip]
-        skipped = (returns.max(axis=1) < self.skip_frac * self.largest_return) if self.skip_frac else \
+        skipped = (returns.max(axis=1) < self.lowest_return + self.skip_frac * spread) if self.skip_frac else \
             np.zeros(len(labels), dtype=bool)
         labels[skipped] = np.nan
         self.last_skipped = int(skipped.sum())
