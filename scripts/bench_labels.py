@@ -66,8 +66,8 @@ ALL_METHODS = [*METHODS, "best"]
 """The table's methods: ``METHODS`` and the best combination (``--best``)."""
 TEACHERS = {
     "mistake (10% flipped)": ["gatherer.mistake=0.1"],
-    "skip (in the lowest 10% of the returns' range)": ["gatherer.skip_frac=0.1"],
-    "equal (within 10%)": ["gatherer.equal_frac=0.1"],
+    "skip (both in the lowest 10% of the range of returns)": ["gatherer.skip_frac=0.1"],
+    "equal (within 10% of the range of returns)": ["gatherer.equal_frac=0.1"],
     "myopic (gamma 0.9)": ["gatherer.myopic_gamma=0.9"],
 }
 LABELS_A_MINUTE = 40
