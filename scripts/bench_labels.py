@@ -89,9 +89,14 @@ def cell_name(text: str) -> tuple[str, str]:
     return method, budget(share)
 
 
+def solved_count(values: np.ndarray, target: float) -> int:
+    """The runs at or above the target."""
+    return int((values >= target).sum())
+
+
 def result(values: np.ndarray, target: float) -> str:
     """``mean ± CI (solved/seeds)``."""
-    return f"{cell(values)} ({int((values >= target).sum())}/{len(values)})"
+    return f"{cell(values)} ({solved_count(values, target)}/{len(values)})"
 
 
 def command(experiment: str, overrides: list[str], n_seeds: int) -> str:
@@ -177,7 +182,7 @@ def main() -> None:
                     cells.append("not run")
                 else:
                     values, _ = run(env, method, n)
-                    ran[n] = int((values >= task.target).sum())
+                    ran[n] = solved_count(values, task.target)
                     cells.append(result(values, task.target) + (f", {n} labels" if b in SHARES else ""))
             every = "total_comparisons=" + ",".join(map(str, sorted(ran)))
             cmd = command(task.experiment, [every, *methods[method]], args.seeds)
