@@ -18,9 +18,9 @@ class PseudoLabeller(Protocol):
     ratio: int
     """Unlabelled pairs drawn beside each labelled pair of a batch, and kept per labelled pair (0: none)."""
 
-    def loss(self, returns: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-pair loss on the model's own labels and the mask of the pairs it labels, for the returns (..., 2)
-        of unlabelled pairs, under the preference model's clip ``threshold`` on return differences."""
+        of unlabelled pairs, with return differences clipped to ``clip`` as the preference model's are."""
 
 
 class NoPseudoLabels:
@@ -28,7 +28,7 @@ class NoPseudoLabels:
 
     ratio = 0
 
-    def loss(self, returns: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
         """No pair labelled: a loss and a mask of zeros."""
         zeros = returns.new_zeros(returns.shape[:-1])
         return zeros, zeros
@@ -55,13 +55,13 @@ class PseudoLabels:
             raise ArgumentError("ratio", f"must be at least 1 (pseudo_labels=none draws none), got {ratio}")
         self.threshold, self.weight, self.ratio = threshold, weight, ratio
 
-    def loss(self, returns: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-entropy against the returns' own rounded prediction, times ``weight``, where it is confident.
 
-        The model is the trainer's, clip ``threshold`` included, less its noise: a pseudo-label is the model's own
+        The model is the trainer's, its ``clip`` included, less its noise: a pseudo-label is the model's own
         answer, never a random one, and with noise no probability would reach a threshold near 1."""
-        logit = clipped_difference(returns.detach(), threshold)
+        logit = clipped_difference(returns.detach(), clip)
         # P(first preferred) above threshold or below 1 - threshold, read on the logit.
         labelled = (logit.abs() > math.log(self.threshold / (1 - self.threshold))).to(returns.dtype)
         labels = (logit > 0).to(returns.dtype)
-        return self.weight * labelled * preference_loss(returns, labels, threshold=threshold), labelled
+        return self.weight * labelled * preference_loss(returns, labels, threshold=clip), labelled
