@@ -413,8 +413,9 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
     margin = math.log(0.9 / 0.1)  # the return difference at which P(first preferred) is 0.9
     diffs = torch.tensor([[margin + 0.01, -(margin + 0.01), margin - 0.01, -(margin - 0.01), 0.0]])
     returns = torch.stack([diffs, torch.zeros_like(diffs)], -1).requires_grad_()
-    loss, labelled = labeller.loss(returns, 50.0)
-    assert labelled.tolist() == [[1.0, 1.0, 0.0, 0.0, 0.0]]
+    pseudo = labeller.label(returns, 50.0)
+    assert pseudo.mask.tolist() == [[1.0, 1.0, 0.0, 0.0, 0.0]] and pseudo.labels[0, :2].tolist() == [1.0, 0.0]
+    loss = labeller.loss(returns, pseudo, 50.0)
     # Cross-entropy against the member's own rounded prediction (first, second), weighted; none elsewhere.
     expected = 0.5 * torch.nn.functional.softplus(-diffs[0, :2].abs())
     torch.testing.assert_close(loss[0, :2], expected)
@@ -429,11 +430,13 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
             PseudoLabels(**bad)
     assert PseudoLabels(ratio=1).ratio == 1  # one unlabelled pair a labelled one is the least
     # Under the preference model's clip, a difference of 2 * margin counts as 0.9 * margin: not confident.
-    clipped, _ = labeller.loss(torch.tensor([[[2 * margin, 0.0]]], requires_grad=True), 0.9 * margin)
-    assert labeller.loss(torch.tensor([[[2 * margin, 0.0]]]), 50.0)[1].item() == 1.0 and clipped.item() == 0.0
-    none, mask = NoPseudoLabels().loss(returns, 50.0)
-    assert NoPseudoLabels.ratio == 0 and (none == 0).all() and (mask == 0).all()
-    assert none.shape == mask.shape == labelled.shape == (1, 5)  # a loss per pair, as PseudoLabels gives
+    far = torch.tensor([[[2 * margin, 0.0]]])
+    assert labeller.label(far, 0.9 * margin).mask.item() == 0.0 and labeller.label(far, 50.0).mask.item() == 1.0
+    none = NoPseudoLabels().label(returns, 50.0)
+    assert NoPseudoLabels.ratio == 0 and (none.mask == 0).all() and (none.labels == 0).all()
+    assert (NoPseudoLabels().loss(returns, pseudo, 50.0) == 0).all()
+    # A label and a loss per pair, as PseudoLabels gives.
+    assert none.mask.shape == NoPseudoLabels().loss(returns, pseudo, 50.0).shape == loss.shape == (1, 5)
 
 
 def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels():
@@ -455,6 +458,39 @@ def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels(
                             pseudo_labels=PseudoLabels(threshold=0.8, ratio=2))
     clipped.remember_unlabelled(unlabelled)
     assert clipped.train(ds)["reward_pseudo_labelled"] == 0
+
+
+class RecordedNet(RewardNet):
+    """A reward net that records, for each ensemble batch it scores, its mode, whether grad is on and its pairs."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple[bool, bool, int]] = []
+
+    def returns(self, inputs: RewardInputs, discount_factor: float, per_member: bool = False) -> torch.Tensor:
+        if per_member:
+            self.calls.append((self.training, torch.is_grad_enabled(), inputs.x.shape[1]))
+        return super().returns(inputs, discount_factor, per_member)
+
+
+def test_members_label_unlabelled_pairs_in_eval_mode_and_backpropagate_only_through_the_labelled_ones():
+    torch.manual_seed(0)
+    net = RecordedNet(*spaces(), members=2)
+    trainer = RewardTrainer(net, np.random.default_rng(0), epochs=20, batch_size=32,
+                            pseudo_labels=PseudoLabels(threshold=0.8, ratio=2))
+    trainer.remember_unlabelled(random_pairs(200, length=6, seed=3))
+    trainer.train(labelled(40))
+    # Each batch: its labelled pairs (train mode, grad), then twice as many unlabelled pairs judged in eval mode
+    # without grad, then, where some member labels some, only those scored again in train mode for the loss.
+    judged = [i for i, call in enumerate(net.calls) if not call[0]]
+    assert judged and all(net.calls[i - 1][:2] == (True, True) for i in judged)
+    assert {net.calls[i][1:] for i in judged} == {(False, 64), (False, 16)}  # ratio 2 of batches of 32 and 8
+    # Between one judging and the next: the pairs trained on pseudo-labels, if any, then the next labelled batch.
+    gaps = [(net.calls[i][2], net.calls[i + 1], after - i) for i, after in zip(judged, judged[1:])]
+    assert {gap for *_, gap in gaps} == {2, 3}  # some batches label no pair at all, and skip the second pass
+    trained = [(drawn, call) for drawn, call, gap in gaps if gap == 3]
+    assert all(call[:2] == (True, True) and 1 <= call[2] <= drawn for drawn, call in trained)
+    assert any(call[2] < drawn for drawn, call in trained)  # the pairs no member is sure of are left out
 
 
 def test_pseudo_labels_pull_the_model_towards_its_own_confident_answers_on_unlabelled_pairs():

@@ -44,6 +44,10 @@ class RewardInputs(NamedTuple):
         return RewardInputs(*(None if t is None else t.index_select(0, flat).view(*idx.shape, *t.shape[1:])
                               for t in self))
 
+    def columns(self, keep: torch.Tensor) -> RewardInputs:
+        """The pairs of an ensemble's batch (members, pairs, ...) where the boolean ``keep`` (pairs) holds."""
+        return RewardInputs(*(None if t is None else t[:, keep] for t in self))
+
     def window(self, starts: torch.Tensor, length: int) -> RewardInputs:
         """``length`` steps of the last leading axis (time) from each row's start; ``starts`` has the leading
         shape without that axis, and each start leaves room for the window."""

@@ -4,7 +4,7 @@ model itself where it is confident, train it beside the teacher's labels."""
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import torch
 
@@ -12,15 +12,31 @@ from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, preference_loss
 
 
+class PseudoLabelled(NamedTuple):
+    """A model's own labels of unlabelled pairs, each of shape ``(..., pairs)``."""
+
+    labels: torch.Tensor
+    """1.0 where the model prefers the first fragment, else 0.0."""
+    mask: torch.Tensor
+    """1.0 where it is confident enough for the label to be trained on, else 0.0."""
+
+    def columns(self, keep: torch.Tensor) -> PseudoLabelled:
+        """The pairs of an ensemble's labels (members, pairs) where the boolean ``keep`` (pairs) holds."""
+        return PseudoLabelled(self.labels[:, keep], self.mask[:, keep])
+
+
 class PseudoLabeller(Protocol):
-    """How many unlabelled pairs a reward trainer draws, and what it learns from them."""
+    """How many unlabelled pairs a reward trainer draws, how the model labels them, and what it learns."""
 
     ratio: int
     """Unlabelled pairs drawn beside each labelled pair of a batch, and kept per labelled pair (0: none)."""
 
-    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-pair loss on the model's own labels and the mask of the pairs it labels, for the returns (..., 2)
-        of unlabelled pairs, with return differences clipped to ``clip`` as the preference model's are."""
+    def label(self, returns: torch.Tensor, clip: float) -> PseudoLabelled:
+        """The model's own labels of unlabelled pairs and where it is confident, from their returns (..., 2) as
+        the model scores them for use (without dropout), return differences clipped to ``clip``."""
+
+    def loss(self, returns: torch.Tensor, pseudo: PseudoLabelled, clip: float) -> torch.Tensor:
+        """Per-pair loss of the returns (..., 2) being trained against the labels, where they are given."""
 
 
 class NoPseudoLabels:
@@ -28,10 +44,14 @@ class NoPseudoLabels:
 
     ratio = 0
 
-    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """No pair labelled: a loss and a mask of zeros."""
+    def label(self, returns: torch.Tensor, clip: float) -> PseudoLabelled:
+        """No pair labelled: labels and a mask of zeros."""
         zeros = returns.new_zeros(returns.shape[:-1])
-        return zeros, zeros
+        return PseudoLabelled(zeros, zeros)
+
+    def loss(self, returns: torch.Tensor, pseudo: PseudoLabelled, clip: float) -> torch.Tensor:
+        """A loss of zeros."""
+        return returns.new_zeros(returns.shape[:-1])
 
 
 class PseudoLabels:
@@ -55,13 +75,16 @@ class PseudoLabels:
             raise ArgumentError("ratio", f"must be at least 1 (pseudo_labels=none draws none), got {ratio}")
         self.threshold, self.weight, self.ratio = threshold, weight, ratio
 
-    def loss(self, returns: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cross-entropy against the returns' own rounded prediction, times ``weight``, where it is confident.
+    def label(self, returns: torch.Tensor, clip: float) -> PseudoLabelled:
+        """The returns' rounded prediction, where its probability is above ``threshold``.
 
-        The model is the trainer's, its ``clip`` included, less its noise: a pseudo-label is the model's own
-        answer, never a random one, and with noise no probability would reach a threshold near 1."""
+        The model is the trainer's, its ``clip`` included, less its label noise: a pseudo-label is the model's
+        own answer, never a random one, and with noise no probability would reach a threshold near 1."""
         logit = clipped_difference(returns.detach(), clip)
         # P(first preferred) above threshold or below 1 - threshold, read on the logit.
-        labelled = (logit.abs() > math.log(self.threshold / (1 - self.threshold))).to(returns.dtype)
-        labels = (logit > 0).to(returns.dtype)
-        return self.weight * labelled * preference_loss(returns, labels, threshold=clip), labelled
+        confident = logit.abs() > math.log(self.threshold / (1 - self.threshold))
+        return PseudoLabelled((logit > 0).to(returns.dtype), confident.to(returns.dtype))
+
+    def loss(self, returns: torch.Tensor, pseudo: PseudoLabelled, clip: float) -> torch.Tensor:
+        """Cross-entropy against the pseudo-labels, times ``weight``, where they are given."""
+        return self.weight * pseudo.mask * preference_loss(returns, pseudo.labels, threshold=clip)

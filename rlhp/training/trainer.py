@@ -216,10 +216,9 @@ class RewardTrainer:
                     loss = (self.loss(returns, shuffled_labels[:, part]) * shuffled_keep[:, part]).sum()
                     if ratio:
                         drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
-                        extra, labelled = self.pseudo_labels.loss(
-                            self._returns(unlabelled, torch.as_tensor(drawn, device=device)), self.threshold)
-                        loss = loss + extra.sum() / ratio
-                        pseudo.append(labelled.mean())
+                        extra, labelled = self._pseudo_loss(unlabelled, torch.as_tensor(drawn, device=device))
+                        loss = loss + extra / ratio
+                        pseudo.append(labelled)
                     (loss / (stop - start)).backward()
                     seen.append(returns.detach())
                 self.optimizer.step()
@@ -232,6 +231,26 @@ class RewardTrainer:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels))
         return metrics
+
+    def _pseudo_loss(self, inputs: Callable[[torch.Tensor], RewardInputs],
+                     idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The summed pseudo-label loss of the unlabelled pairs at ``idx`` (members, pairs), on the crop's steps,
+        and the share of them labelled.
+
+        Each member labels its pairs with its answer in eval mode, as the agent's reward and the label filter
+        read it: in train mode a CNN's dropout would make every answer a noisy one. Only the pairs that some
+        member labels are scored again, in train mode, for the backward pass."""
+        cropped = self.crop(inputs(idx), self.rng)
+        self.net.train(False)
+        with torch.no_grad():
+            pseudo = self.pseudo_labels.label(
+                self.net.returns(cropped, self.discount_factor, per_member=True), self.threshold)
+        self.net.train(True)
+        used = pseudo.mask.bool().any(0)
+        if not used.any():
+            return pseudo.mask.new_zeros(()), pseudo.mask.mean()
+        returns = self.net.returns(cropped.columns(used), self.discount_factor, per_member=True)
+        return self.pseudo_labels.loss(returns, pseudo.columns(used), self.threshold).sum(), pseudo.mask.mean()
 
     @torch.no_grad()
     def _validate(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor, val: torch.Tensor,
