@@ -7,7 +7,8 @@ whole ensemble is one forward and one backward pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -160,14 +161,23 @@ class RewardTrainer:
             return self.net.returns(inputs(idx), self.discount_factor)
         return self.net.returns(self.crop(inputs(idx), self.rng), self.discount_factor, per_member=True)
 
-    @torch.no_grad()
-    def label_probs(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor) -> torch.Tensor:
-        """Each member's probability of each pair's label, (members, pairs), in eval mode on whole fragments."""
+    @contextmanager
+    def _judging(self) -> Iterator[None]:
+        """The net in eval mode without grad, as the agent's reward reads it (a CNN's dropout off), then back."""
         training = self.net.training
         self.net.train(False)
-        first = torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
-                           for idx in torch.arange(len(labels), device=labels.device).split(self.JUDGE_CHUNK)], dim=1)
-        self.net.train(training)
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.net.train(training)
+
+    def label_probs(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor) -> torch.Tensor:
+        """Each member's probability of each pair's label, (members, pairs), in eval mode on whole fragments."""
+        chunks = torch.arange(len(labels), device=labels.device).split(self.JUDGE_CHUNK)
+        with self._judging():
+            first = torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
+                               for idx in chunks], dim=1)
         return labels * first + (1 - labels) * (1 - first)
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
@@ -241,11 +251,9 @@ class RewardTrainer:
         read it: in train mode a CNN's dropout would make every answer a noisy one. Only the pairs that some
         member labels are scored again, in train mode, for the backward pass."""
         cropped = self.crop(inputs(idx), self.rng)
-        self.net.train(False)
-        with torch.no_grad():
+        with self._judging():
             pseudo = self.pseudo_labels.label(
                 self.net.returns(cropped, self.discount_factor, per_member=True), self.threshold)
-        self.net.train(True)
         used = pseudo.mask.bool().any(0)
         if not used.any():
             return pseudo.mask.new_zeros(()), pseudo.mask.mean()
