@@ -432,6 +432,10 @@ def test_pseudo_labels_only_where_a_member_is_more_confident_than_the_threshold(
     # Under the preference model's clip, a difference of 2 * margin counts as 0.9 * margin: not confident.
     far = torch.tensor([[[2 * margin, 0.0]]])
     assert labeller.label(far, 0.9 * margin).mask.item() == 0.0 and labeller.label(far, 50.0).mask.item() == 1.0
+    # The loss reads the clipped difference too: its cross-entropy stops falling at the clip.
+    sure = labeller.label(far, 50.0)
+    expected = 0.5 * torch.nn.functional.softplus(torch.tensor([[-1.0]]))
+    torch.testing.assert_close(labeller.loss(far, sure, 1.0), expected)
     none = NoPseudoLabels().label(returns, 50.0)
     assert NoPseudoLabels.ratio == 0 and (none.mask == 0).all() and (none.labels == 0).all()
     assert (NoPseudoLabels().loss(returns, pseudo, 50.0) == 0).all()
@@ -461,22 +465,22 @@ def test_the_trainer_learns_from_unlabelled_pairs_only_when_given_pseudo_labels(
 
 
 class RecordedNet(RewardNet):
-    """A reward net that records, for each ensemble batch it scores, its mode, whether grad is on and its pairs."""
+    """A reward net that records, for each ensemble batch it scores, its mode, whether grad is on and its inputs."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.calls: list[tuple[bool, bool, int]] = []
+        self.calls: list[tuple[bool, bool, torch.Tensor]] = []
 
     def returns(self, inputs: RewardInputs, discount_factor: float, per_member: bool = False) -> torch.Tensor:
         if per_member:
-            self.calls.append((self.training, torch.is_grad_enabled(), inputs.x.shape[1]))
+            self.calls.append((self.training, torch.is_grad_enabled(), inputs.x))
         return super().returns(inputs, discount_factor, per_member)
 
 
 def test_members_label_unlabelled_pairs_in_eval_mode_and_backpropagate_only_through_the_labelled_ones():
     torch.manual_seed(0)
     net = RecordedNet(*spaces(), members=2)
-    trainer = RewardTrainer(net, np.random.default_rng(0), epochs=20, batch_size=32,
+    trainer = RewardTrainer(net, np.random.default_rng(0), epochs=20, batch_size=32, crop=TemporalCrop(max_shorten=2),
                             pseudo_labels=PseudoLabels(threshold=0.8, ratio=2))
     trainer.remember_unlabelled(random_pairs(200, length=6, seed=3))
     trainer.train(labelled(40))
@@ -484,13 +488,20 @@ def test_members_label_unlabelled_pairs_in_eval_mode_and_backpropagate_only_thro
     # without grad, then, where some member labels some, only those scored again in train mode for the loss.
     judged = [i for i, call in enumerate(net.calls) if not call[0]]
     assert judged and all(net.calls[i - 1][:2] == (True, True) for i in judged)
-    assert {net.calls[i][1:] for i in judged} == {(False, 64), (False, 16)}  # ratio 2 of batches of 32 and 8
+    pairs = {(grad, x.shape[:2]) for _, grad, x in (net.calls[i] for i in judged)}
+    assert pairs == {(False, (2, 64)), (False, (2, 16))}  # ratio 2 of batches of 32 and 8
+    # The unlabelled pairs are cropped as the labelled ones are: windows of 4 to 6 of their 6 steps.
+    assert {net.calls[i][2].shape[-2] for i in judged} == {4, 5, 6}
     # Between one judging and the next: the pairs trained on pseudo-labels, if any, then the next labelled batch.
     gaps = [(net.calls[i][2], net.calls[i + 1], after - i) for i, after in zip(judged, judged[1:])]
     assert {gap for *_, gap in gaps} == {2, 3}  # some batches label no pair at all, and skip the second pass
     trained = [(drawn, call) for drawn, call, gap in gaps if gap == 3]
-    assert all(call[:2] == (True, True) and 1 <= call[2] <= drawn for drawn, call in trained)
-    assert any(call[2] < drawn for drawn, call in trained)  # the pairs no member is sure of are left out
+    assert all(call[:2] == (True, True) and call[2].dim() == drawn.dim() for drawn, call in trained)
+    # Each pair trained on is one of the pairs judged, on the same window, for both members.
+    for drawn, (_, _, x) in trained:
+        same = (x[:, :, None] == drawn[:, None]).flatten(3).all(-1)  # (members, trained, judged)
+        assert (same[0] & same[1]).any(-1).all()  # one column of the judged batch for both members
+    assert any(call[2].shape[1] < drawn.shape[1] for drawn, call in trained)  # pairs no member is sure of left out
 
 
 def test_pseudo_labels_pull_the_model_towards_its_own_confident_answers_on_unlabelled_pairs():
