@@ -496,7 +496,8 @@ def test_members_label_unlabelled_pairs_in_eval_mode_and_backpropagate_only_thro
     gaps = [(net.calls[i][2], net.calls[i + 1], after - i) for i, after in zip(judged, judged[1:])]
     assert {gap for *_, gap in gaps} == {2, 3}  # some batches label no pair at all, and skip the second pass
     trained = [(drawn, call) for drawn, call, gap in gaps if gap == 3]
-    assert all(call[:2] == (True, True) and call[2].dim() == drawn.dim() for drawn, call in trained)
+    assert all(call[:2] == (True, True) and call[2].dim() == drawn.dim()
+               and 1 <= call[2].shape[1] <= drawn.shape[1] for drawn, call in trained)
     # Each pair trained on is one of the pairs judged, on the same window, for both members.
     for drawn, (_, _, x) in trained:
         same = (x[:, :, None] == drawn[:, None]).flatten(3).all(-1)  # (members, trained, judged)
