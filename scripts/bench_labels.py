@@ -4,7 +4,9 @@ teachers at one budget, each run with ``rlhp-train -m`` into its own sweep folde
 A method is a set of overrides on the env's experiment (``METHODS``); ``--best`` names the overrides of the
 best combination. A budget is a number of labels, ``own`` (the task's own experiment's) or ``quarter`` (a quarter
 of that: the harder tasks' target is the plain method's own-budget result from it). A finished sweep is reused
-(see ``bench_suite.sweep``). The tables give the final true return, mean and 95% Student-t interval over seeds,
+(see ``bench_suite.sweep``); with ``--keep``, so is a cell that the block of ``--out`` already holds
+measured over as many seeds, for a table built up over several machines whose run folders are not all at hand.
+The tables give the final true return, mean and 95% Student-t interval over seeds,
 and the seeds that reach the env's target; the budget's person-minutes are its labels at 40 a minute (the
 labelling page's pace).
 
@@ -14,6 +16,7 @@ labelling page's pace).
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import time
 from pathlib import Path
@@ -26,7 +29,7 @@ from bench_suite import cell, final, seeds, sweep
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
-from docblock import show
+from docblock import read_block, show
 
 
 class Task(NamedTuple):
@@ -94,6 +97,26 @@ def solved_count(values: np.ndarray, target: float) -> int:
     return int((values >= target).sum())
 
 
+def measured_cells(block: str, n_seeds: int) -> dict[tuple[str, str, str], str]:
+    """The cells of ``block``'s tables that hold a measurement over ``n_seeds`` seeds, by (env, row, column)."""
+    cells = {}
+    for table in re.split(r"\n\s*\n", block):
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()
+                if line.startswith("|")]
+        if len(rows) < 3:
+            continue
+        for row in rows[2:]:  # after the header and its rule
+            for heading, text in zip(rows[0][2:], row[2:]):
+                if re.search(rf"\(\d+/{n_seeds}\)", text):
+                    cells[(row[0], row[1], heading)] = text
+    return cells
+
+
+def solved_in(text: str) -> int:
+    """The seeds solved that a measured cell states, ``... (k/n)``."""
+    return int(re.search(r"\((\d+)/\d+\)", text).group(1))
+
+
 def result(values: np.ndarray, target: float) -> str:
     """``mean ± CI (solved/seeds)``."""
     return f"{cell(values)} ({solved_count(values, target)}/{len(values)})"
@@ -145,18 +168,25 @@ def main() -> None:
     parser.add_argument("--block", default="bench_labels", help="the marked block of --out to write")
     parser.add_argument("--plot", type=Path, default=None,
                         help="also draw the seeds solved by label budget, a panel an env, as this PNG")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the cells that the block of --out holds measured over --seeds seeds, as written")
     args = parser.parse_args()
+    if args.keep and args.out is None:
+        parser.error("--keep reads the block of --out: name the page")
     methods = {**METHODS, "best": args.best}
+    kept = measured_cells(read_block(args.out, args.block), args.seeds) if args.keep else {}
 
-    def run(env: str, method: str, labels: int, extra: list[str] = (), tag: str = "") -> tuple[np.ndarray, str]:
-        experiment = ENVS[env].experiment
-        overrides = [f"total_comparisons={labels}", *methods[method], *extra]
+    def overrides(method: str, labels: int, extra: list[str] = ()) -> list[str]:
+        return [f"total_comparisons={labels}", *methods[method], *extra]
+
+    def run(env: str, method: str, labels: int, extra: list[str] = (), tag: str = "") -> np.ndarray:
         folder = args.root / env / method.strip("+").replace(" ", "_") / f"{labels}{tag}"
-        runs = sweep(folder, [f"experiment={experiment}", *overrides, seeds(args.seeds)], args.jobs)
-        return final(runs), command(experiment, overrides, args.seeds)
+        given = [f"experiment={ENVS[env].experiment}", *overrides(method, labels, extra), seeds(args.seeds)]
+        return final(sweep(folder, given, args.jobs))
 
-    header = " | ".join(SHARES[b].heading if b in SHARES else
-                        f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)" for b in args.budgets)
+    headings = [SHARES[b].heading if b in SHARES else f"{b} labels ({int(b) / LABELS_A_MINUTE:.2g} person-min)"
+                for b in args.budgets]
+    header = " | ".join(headings)
     not_run = " --not-run " + " ".join(shlex.quote(f"{m}@{b}") for m, b in args.not_run) if args.not_run else ""
     plot = f" --plot {args.plot}" if args.plot is not None else ""
     best = f"; `best` is `{' '.join(args.best)}`" if "best" in args.methods else ""
@@ -175,13 +205,16 @@ def main() -> None:
         labels = [task.own_budget // SHARES[b].divisor if b in SHARES else int(b) for b in args.budgets]
         for method in args.methods:
             cells, ran = [], solved[env].setdefault(method, {})
-            for b, n in zip(args.budgets, labels):
+            for b, n, heading in zip(args.budgets, labels, headings):
                 if b in SHARES and str(n) in args.budgets:
                     cells.append(f"(the {n}-label column)")
+                elif (env, method, heading) in kept:
+                    cells.append(kept[(env, method, heading)])
+                    ran[n] = solved_in(cells[-1])
                 elif (method, b) in args.not_run:
                     cells.append("not run")
                 else:
-                    values, _ = run(env, method, n)
+                    values = run(env, method, n)
                     ran[n] = solved_count(values, task.target)
                     cells.append(result(values, task.target) + (f", {n} labels" if b in SHARES else ""))
             every = "total_comparisons=" + ",".join(map(str, sorted(ran)))
@@ -197,9 +230,13 @@ def main() -> None:
                     continue
                 cells, commands = [], []
                 for method in args.teacher_methods:
-                    tag = "_" + extra[0].split(".", 1)[1].replace("=", "")
-                    values, cmd = run(env, method, args.teacher_budget, extra, tag)
-                    cells.append(result(values, ENVS[env].target))
+                    if (env, teacher, method) in kept:
+                        cells.append(kept[(env, teacher, method)])
+                    else:
+                        tag = "_" + extra[0].split(".", 1)[1].replace("=", "")
+                        values = run(env, method, args.teacher_budget, extra, tag)
+                        cells.append(result(values, ENVS[env].target))
+                    cmd = command(ENVS[env].experiment, overrides(method, args.teacher_budget, extra), args.seeds)
                     commands.append(f"{method}: `{cmd}`")
                 lines.append(f"| {env} | {teacher} | {' | '.join(cells)} | {'<br>'.join(commands)} |")
     text = "\n".join(lines)

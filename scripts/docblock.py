@@ -7,15 +7,28 @@ import re
 from pathlib import Path
 
 
-def write_block(page: Path, name: str, text: str) -> None:
-    """Replace the lines between ``page``'s markers for ``name`` with ``text``."""
-    content = page.read_text()
+def _span(content: str, page: Path, name: str) -> tuple[int, int]:
+    """Where ``name``'s block lies in ``content``: from the start of the line after its opening marker to its
+    closing marker."""
     # The name ends at ':' or ' -->', so that block "a" is not found in a block "a_b" placed before it.
     opening = re.search(rf"<!-- {re.escape(name)}(:| -->)", content)
     if opening is None:
         raise SystemExit(f"{page} has no <!-- {name} --> block to write")
-    begin, end = opening.start(), content.index(f"<!-- /{name} -->")
-    page.write_text(content[:content.index("\n", begin) + 1] + text + "\n" + content[end:])
+    return content.index("\n", opening.start()) + 1, content.index(f"<!-- /{name} -->")
+
+
+def read_block(page: Path, name: str) -> str:
+    """The text between ``page``'s markers for ``name``."""
+    content = page.read_text()
+    begin, end = _span(content, page, name)
+    return content[begin:end]
+
+
+def write_block(page: Path, name: str, text: str) -> None:
+    """Replace the lines between ``page``'s markers for ``name`` with ``text``."""
+    content = page.read_text()
+    begin, end = _span(content, page, name)
+    page.write_text(content[:begin] + text + "\n" + content[end:])
     print(f"wrote the {name} block of {page}")
 
 
