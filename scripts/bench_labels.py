@@ -4,11 +4,10 @@ teachers at one budget, each run with ``rlhp-train -m`` into its own sweep folde
 A method is a set of overrides on the env's experiment (``METHODS``); ``--best`` names the overrides of the
 best combination. A budget is a number of labels, ``own`` (the task's own experiment's) or ``quarter`` (a quarter
 of that: the harder tasks' target is the plain method's own-budget result from it). A finished sweep is reused
-(see ``bench_suite.sweep``); with ``--keep``, so is a cell that the block of ``--out`` already holds
-measured over as many seeds, for a table built up over several machines whose run folders are not all at hand.
-The tables give the final true return, mean and 95% Student-t interval over seeds,
-and the seeds that reach the env's target; the budget's person-minutes are its labels at 40 a minute (the
-labelling page's pace).
+(see ``bench_suite.sweep``); with ``--keep``, so is a cell that the block of ``--out`` already holds measured
+over as many seeds, for a table built up over several machines whose run folders are not all at hand. The
+tables give the final true return, mean and 95% Student-t interval over seeds, and the seeds that reach the
+env's target; the budget's person-minutes are its labels at 40 a minute (the labelling page's pace).
 
     python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/benchmarks.md
 """
