@@ -73,6 +73,8 @@ TEACHERS = {
     "myopic (gamma 0.9)": ["gatherer.myopic_gamma=0.9"],
 }
 LABELS_A_MINUTE = 40
+SOLVED = re.compile(r"\((\d+)/(\d+)\)")
+"""How a cell states its seeds solved, ``(k/n)``, as ``result`` writes it."""
 
 
 def budget(text: str) -> str:
@@ -106,14 +108,15 @@ def measured_cells(block: str, n_seeds: int) -> dict[tuple[str, str, str], str]:
             continue
         for row in rows[2:]:  # after the header and its rule
             for heading, text in zip(rows[0][2:], row[2:]):
-                if re.search(rf"\(\d+/{n_seeds}\)", text):
+                solved = SOLVED.search(text)
+                if solved and int(solved.group(2)) == n_seeds:
                     cells[(row[0], row[1], heading)] = text
     return cells
 
 
 def solved_in(text: str) -> int:
     """The seeds solved that a measured cell states, ``... (k/n)``."""
-    return int(re.search(r"\((\d+)/\d+\)", text).group(1))
+    return int(SOLVED.search(text).group(1))
 
 
 def result(values: np.ndarray, target: float) -> str:

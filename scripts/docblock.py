@@ -13,7 +13,7 @@ def _span(content: str, page: Path, name: str) -> tuple[int, int]:
     # The name ends at ':' or ' -->', so that block "a" is not found in a block "a_b" placed before it.
     opening = re.search(rf"<!-- {re.escape(name)}(:| -->)", content)
     if opening is None:
-        raise SystemExit(f"{page} has no <!-- {name} --> block to write")
+        raise SystemExit(f"{page} has no <!-- {name} --> block")
     return content.index("\n", opening.start()) + 1, content.index(f"<!-- /{name} -->")
 
 
