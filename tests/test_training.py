@@ -281,7 +281,7 @@ class LastMask:
     """A label filter that remembers the mask and the members' resamples of its latest epoch."""
 
     def __init__(self, inner) -> None:
-        self.inner = inner
+        self.inner, self.judges = inner, inner.judges
 
     def keep(self, label_probs, labels, trained_on):
         self.mask, self.trained_on = self.inner.keep(label_probs, labels, trained_on), trained_on
@@ -303,6 +303,8 @@ def test_dropping_contradicted_labels_leaves_out_the_planted_wrong_ones():
         metrics = RewardTrainer(nets[name], np.random.default_rng(0), epochs=30, label_filter=label_filter).train(ds)
         dropped[name] = ~label_filter.mask.numpy().astype(bool)
         assert metrics.get("reward_labels_dropped", 0) == dropped[name].sum()
+        # The teacher answered from the sign of the true returns, so the flipped labels are the ones it contradicts.
+        assert metrics.get("gt_labels_dropped_wrong", -1) == ((dropped[name] & wrong).sum() if inner.judges else -1)
     assert not dropped["all"].any()
     # The flips the true returns contradict clearly are left out (the rest sit near ties), and no right label is;
     # judges that never trained on a pair catch more of them, for at most one right label of 270 (near a tie).

@@ -14,6 +14,9 @@ from rlhp.errors import ArgumentError
 class LabelFilter(Protocol):
     """Decides, each epoch, which labelled pairs the members train on."""
 
+    judges: bool
+    """Whether it may leave labels out (the trainer then says how many of those the true reward contradicts)."""
+
     def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
              trained_on: torch.Tensor) -> torch.Tensor:
         """A float mask over pairs (1: train on it) from ``label_probs()``, each member's probability of the
@@ -26,6 +29,8 @@ class LabelFilter(Protocol):
 
 class KeepAll:
     """Every label is believed, as the paper does."""
+
+    judges = False
 
     def keep(self, label_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
              trained_on: torch.Tensor) -> torch.Tensor:
@@ -62,6 +67,8 @@ class DropContradicted:
             flips a tenth).
         out_of_bag: judge each pair by the members that did not train on it.
     """
+
+    judges = True
 
     def __init__(self, confidence: float = 0.7, max_fraction: float = 0.1, out_of_bag: bool = True) -> None:
         if not 0.5 < confidence < 1:
