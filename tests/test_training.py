@@ -305,6 +305,7 @@ def test_dropping_contradicted_labels_leaves_out_the_planted_wrong_ones():
         assert metrics.get("reward_labels_dropped", 0) == dropped[name].sum()
         # The teacher answered from the sign of the true returns, so the flipped labels are the ones it contradicts.
         assert metrics.get("gt_labels_dropped_wrong", -1) == ((dropped[name] & wrong).sum() if inner.judges else -1)
+        assert metrics.get("gt_labels_wrong", -1) == (wrong.sum() if inner.judges else -1)
     assert not dropped["all"].any()
     # The flips the true returns contradict clearly are left out (the rest sit near ties), and no right label is;
     # judges that never trained on a pair catch more of them, for at most one right label of 270 (near a tie).

@@ -61,8 +61,9 @@ class RewardTrainer:
     Metrics (the last epoch's): ``reward_loss``, ``reward_accuracy`` on pairs with a preference,
     ``reward_tie_gap`` on tied pairs (label 0.5), the same with ``val_`` on the validation split,
     and with ``gt_reward_`` for the true reward under the same model (a ceiling); with a label filter that
-    judges, ``gt_labels_dropped_wrong``: how many of the labels it left out of the last epoch the true reward
-    contradicts (the rest of ``reward_labels_dropped`` were right).
+    judges, ``gt_labels_wrong``: how many of the training labels the true reward contradicts, and
+    ``gt_labels_dropped_wrong``: how many of those it left out of the last epoch (the rest of
+    ``reward_labels_dropped`` were right).
 
     Args:
         reward_net: the net to train (each ensemble member on its own bootstrap sample).
@@ -241,9 +242,9 @@ class RewardTrainer:
                 metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
-        left_out = torch.zeros(n, dtype=torch.bool)
-        left_out[train] = (keep[torch.as_tensor(train, device=device)] == 0).cpu()
-        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, left_out))
+        trained = torch.zeros(n, dtype=torch.bool)
+        trained[train] = True
+        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, trained, trained & (keep.cpu() == 0)))
         return metrics
 
     def _pseudo_loss(self, inputs: Callable[[torch.Tensor], RewardInputs],
@@ -284,9 +285,10 @@ class RewardTrainer:
                 group["weight_decay"] = max(low, group["weight_decay"] / self.weight_decay_adapt)
 
     @torch.no_grad()
-    def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray, left_out: torch.Tensor) -> dict[str, float]:
+    def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray, trained: torch.Tensor,
+                          left_out: torch.Tensor) -> dict[str, float]:
         """Loss, accuracy and tie gap of the true reward under the same model: a ceiling for the net; and, where
-        the label filter judges, how many labels ``left_out`` (a bool per pair) the true reward contradicts."""
+        the label filter judges, how many labels ``trained`` on and ``left_out`` (bools per pair) it contradicts."""
         if np.isnan(pairs.rews).any():
             return {}
         returns = discounted_returns(torch.as_tensor(pairs.rews, dtype=torch.float32), self.discount_factor)
@@ -294,5 +296,6 @@ class RewardTrainer:
         metrics = summarise(scores.totals(), len(labels), "gt_reward_")
         if self.label_filter.judges:
             wrong = scores.decided - scores.correct  # a preference the true returns rank the other way
+            metrics["gt_labels_wrong"] = float(wrong[trained].sum())
             metrics["gt_labels_dropped_wrong"] = float(wrong[left_out].sum())
         return metrics
