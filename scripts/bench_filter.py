@@ -5,9 +5,8 @@ gatherer.mistake=<share>`` over ``--seeds`` seeds into ``--root/<env>`` (a finis
 ``bench_suite.sweep``), then reads each run's last round from metrics.csv: the labels trained on, how many of them
 the true reward contradicts (``gt_labels_wrong``: the teacher answers the probability from the true returns, so
 these are its flips; a flipped tie stays a tie), the labels the filter left out of the last epoch
-(``reward_labels_dropped``) and how many of those were wrong (``gt_labels_dropped_wrong``). Counts are summed
-over seeds.
-A filter that judges well leaves out mostly wrong labels: its precision is far above the share of wrong labels.
+(``reward_labels_dropped``) and how many of those were wrong (``gt_labels_dropped_wrong``), each summed over
+seeds. A filter that judges well leaves out mostly wrong labels, far above their share of all labels.
 
     python scripts/bench_filter.py --envs cartpole pendulum reacher --out docs/benchmarks.md
 """
