@@ -536,3 +536,17 @@ def test_the_crop_shapes_every_training_batch_and_never_validation_or_judging():
                             val_split=0.25, crop=Recorded(), label_filter=DropContradicted())
     trainer.train(labelled(64))  # 48 training pairs: three batches of 16; 16 validated and all 64 judged whole
     assert seen == [(2, 16, 2, 6)] * 3
+
+
+def test_the_wrong_labels_counted_are_the_training_pairs_not_the_validation_split():
+    ds, wrong = flipped(100, 0.3)
+    label_filter = LastMask(DropContradicted())
+    trainer = RewardTrainer(RewardNet(*spaces(), members=8), np.random.default_rng(0), epochs=20, val_split=0.5,
+                            label_filter=label_filter)
+    metrics = trainer.train(ds)
+    trained = label_filter.trained_on.any(0).numpy()  # 8 bootstrap resamples of 50 pairs cover them all here
+    left_out = label_filter.mask.numpy() == 0
+    # The filter judges validation pairs too (here all it leaves out), so counting them would show.
+    assert trained.sum() == 50 and (left_out & ~trained & wrong).any()
+    assert metrics["gt_labels_wrong"] == wrong[trained].sum() < wrong.sum()
+    assert metrics["gt_labels_dropped_wrong"] == (left_out & trained & wrong).sum()
