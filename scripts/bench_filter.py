@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_labels import ENVS, command, result
-from bench_suite import seeds, sweep
+from bench_suite import final, seeds, sweep
 from docblock import show
 
 from rlhp.report.runs import Run
@@ -63,10 +63,9 @@ def main() -> None:
         given = [f"experiment={task.experiment}", *overrides, seeds(args.seeds)]
         runs = sweep(args.root / env, given, args.jobs)
         labels, wrong, dropped, dropped_wrong = np.sum([last_round(r) for r in runs], axis=0)
-        final = np.array([r.evaluation["true_return_mean"] for r in runs], dtype=float)
         lines.append(f"| {env} | {labels:.0f} | {share(wrong, labels)} | {dropped:.0f} | "
-                     f"{share(dropped_wrong, dropped)} | {share(dropped_wrong, wrong)} | {result(final, task.target)} "
-                     f"| `{command(task.experiment, overrides, args.seeds)}` |")
+                     f"{share(dropped_wrong, dropped)} | {share(dropped_wrong, wrong)} | "
+                     f"{result(final(runs), task.target)} | `{command(task.experiment, overrides, args.seeds)}` |")
     show("\n".join(lines), args.out, args.block)
 
 

@@ -242,9 +242,7 @@ class RewardTrainer:
                 metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
-        trained = torch.zeros(n, dtype=torch.bool)
-        trained[train] = True
-        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, trained, trained & (keep.cpu() == 0)))
+        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train), keep.cpu()))
         return metrics
 
     def _pseudo_loss(self, inputs: Callable[[torch.Tensor], RewardInputs],
@@ -285,10 +283,11 @@ class RewardTrainer:
                 group["weight_decay"] = max(low, group["weight_decay"] / self.weight_decay_adapt)
 
     @torch.no_grad()
-    def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray, trained: torch.Tensor,
-                          left_out: torch.Tensor) -> dict[str, float]:
+    def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray, train: torch.Tensor,
+                          keep: torch.Tensor) -> dict[str, float]:
         """Loss, accuracy and tie gap of the true reward under the same model: a ceiling for the net; and, where
-        the label filter judges, how many labels ``trained`` on and ``left_out`` (bools per pair) it contradicts."""
+        the label filter judges, how many of the training pairs ``train`` (indices) it contradicts, in all and
+        among those the last epoch's mask ``keep`` left out."""
         if np.isnan(pairs.rews).any():
             return {}
         returns = discounted_returns(torch.as_tensor(pairs.rews, dtype=torch.float32), self.discount_factor)
@@ -296,6 +295,6 @@ class RewardTrainer:
         metrics = summarise(scores.totals(), len(labels), "gt_reward_")
         if self.label_filter.judges:
             wrong = scores.decided - scores.correct  # a preference the true returns rank the other way
-            metrics["gt_labels_wrong"] = float(wrong[trained].sum())
-            metrics["gt_labels_dropped_wrong"] = float(wrong[left_out].sum())
+            metrics["gt_labels_wrong"] = float(wrong[train].sum())
+            metrics["gt_labels_dropped_wrong"] = float((wrong[train] * (1 - keep[train])).sum())
         return metrics
