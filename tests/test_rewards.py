@@ -99,11 +99,12 @@ def test_shaping_adds_gamma_next_potential_minus_potential():
     torch.testing.assert_close(shaped - base, (0.9 * next_phi * not_done - phi)[None])
 
 
-def test_agent_reward_adds_std_bonus():
-    net = RewardNet(*spaces(), members=5, std_coef=2.0, normalize_output=False)
+@pytest.mark.parametrize("coef", [2.0, -0.5])  # a bonus where members disagree, or a penalty
+def test_agent_reward_adds_std_bonus(coef: float):
+    net = RewardNet(*spaces(), members=5, std_coef=coef, normalize_output=False)
     pairs = random_pairs(4, length=3)
     rew = net(*pairs.tensors())
-    expected = rew.mean(0) + 2.0 * rew.std(0)
+    expected = rew.mean(0) + coef * rew.std(0)
     got = net.agent_reward(pairs.obs, pairs.acts, pairs.next_obs, pairs.dones)
     torch.testing.assert_close(torch.as_tensor(got), expected)
 
