@@ -78,7 +78,7 @@ class RewardNet(nn.Module):
         std_coef: the agent's reward is mean + beta * std over members, with beta = std_coef at first. Positive,
             an exploration bonus where the members disagree (RUNE, Liang et al. 2022); negative, a penalty
             there, so the agent keeps off what the labels leave in doubt, such as where a teacher's wrong labels
-            pull the members apart (uncertainty-weighted optimisation, Coste et al. 2024).
+            pull the members apart (as Coste et al. 2024's uncertainty-weighted objective does with the variance).
         std_decay: beta = std_coef * (1 - std_decay) ** t after the agent's t env steps (RUNE's decay), so the
             bonus fades as the reward is learned; steps are counted as the agent takes them, and relabelled
             transitions get the current beta.
