@@ -13,6 +13,8 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -142,6 +144,22 @@ def missing_extra(overrides: list[str]) -> ConfigError | None:
     return None
 
 
+def unreadable_override(argv: list[str]) -> ConfigError | None:
+    """The config error for the first override that Hydra's grammar cannot read, naming it: Hydra's own message
+    says what it met but not in which override."""
+    parser = OverridesParser.create()
+    for override in argv:
+        if override.startswith("-") or not ("=" in override or override.startswith("~")):
+            continue  # a flag (-m, --cfg), or a flag's value (--cfg job)
+        try:
+            parser.parse_overrides([override])
+        except OverrideParseException as err:
+            problem = str(err).splitlines()[0]
+            return ConfigError(override, f"cannot be read ({problem}); quote a value that holds '=', brackets, "
+                               "commas or spaces (key='a=b')", noun="override")
+    return None
+
+
 def _leaving() -> None:
     """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -149,6 +167,7 @@ def _leaving() -> None:
 
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-train")
     _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
@@ -183,17 +202,27 @@ def _train_main(cfg: DictConfig) -> float:
     return _run("rlhp-train", train, cfg)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="bc")
-def bc_main(cfg: DictConfig) -> float:
+def bc_main() -> None:
     """``rlhp-bc``: behavioural cloning alone, as configured in ``rlhp/conf/bc.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-bc")
+    _bc_main()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="bc")
+def _bc_main(cfg: DictConfig) -> float:
     from rlhp.demos.bc import clone
 
     return _run("rlhp-bc", clone, cfg)["bc_true_return_mean"]
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="collect")
-def collect_main(cfg: DictConfig) -> float:
+def collect_main() -> None:
     """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-collect")
+    _collect_main()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="collect")
+def _collect_main(cfg: DictConfig) -> float:
     from rlhp.demos.collect import collect
 
     return _run("rlhp-collect", collect, cfg)["return_mean"]

@@ -259,6 +259,22 @@ def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_pat
     assert not list(tmp_path.iterdir())  # refused before Hydra made a folder
 
 
+@pytest.mark.parametrize(("command", "override", "problem"), [
+    ("train", "hydra.sweep.dir=/runs/mistake=0.1", "mismatched input '=' expecting <EOF>"),
+    ("train", "seed=[1", "no viable alternative at input '[1'"),
+    ("bc", "seed=1=2", "mismatched input '=' expecting <EOF>"),
+    ("collect", "seed=1=2", "mismatched input '=' expecting <EOF>"),
+])
+def test_an_override_hydra_cannot_read_is_named(tmp_path, command, override, problem):
+    code = (f"import sys, rlhp.cli as cli; sys.argv = ['rlhp-{command}', '-m', 'seed=0', sys.argv[1]]; "
+            f"cli.{command}_main()")
+    proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"rlhp-{command}: config error: override `{override}` cannot be read ({problem}); "
+                                   "quote a value that holds '=', brackets, commas or spaces (key='a=b')")
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize(("command", "overrides", "code", "message"), [
     ("rlhp-train", ["trajectories=dataset", "trajectories.path=missing"], 2,
      "config key `trajectories.path` 'missing' does not exist"),
