@@ -163,6 +163,8 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["agent=dqn", "agent.exploration_final_eps=2"], "`agent.exploration_final_eps` must be in [0, 1], got 2"),
     (["agent=sac", *PENDULUM, "+agent.tau=0"], "`agent.tau` must be in (0, 1], got 0"),
     (["agent.n_steps=0"], "`agent.n_steps` must be an integer of at least 1, got 0"),
+    (["agent.n_steps=100"], "`agent.batch_size` (512) is larger than a rollout of agent.n_steps x env.n_envs = 100 x "
+                            "4 = 400 steps; lower it, or raise either of those"),
     (["trajectories.max_episode_steps=0"], "`trajectories.max_episode_steps` must be >= 1 (or null), got 0"),
     (["reward_trainer.weight_decay=heavy"], "`reward_trainer.weight_decay` must be a number, got 'heavy'"),
     (["reward_net.hidden_sizes=[8,x]"], "`reward_net.hidden_sizes` must be a list of integers, got [8, 'x']"),

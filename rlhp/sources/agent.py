@@ -20,7 +20,7 @@ from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import AgentReward
 from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
-from rlhp.sources.domains import check_buffer_memory, check_domains
+from rlhp.sources.domains import check_buffer_memory, check_domains, check_rollout_batch
 from rlhp.sources.reward_env import RewardVecEnvWrapper
 
 RELABEL_BYTES = 2**28
@@ -66,6 +66,7 @@ class AgentTrainer(TrajectorySource, Agent):
         # The algorithm comes from the agent group; SB3 checks few of its values itself.
         check_domains(algorithm)
         check_buffer_memory(algorithm, self.venv.observation_space, self.venv.action_space, env.n_envs)
+        check_rollout_batch(algorithm, env.n_envs)
         try:
             self.algorithm = algorithm(env=self.venv, seed=seed)
         except AssertionError as err:  # SB3 asserts the spaces it supports

@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from rlhp.errors import ConfigError
 
@@ -111,6 +112,25 @@ def check_domains(algorithm: Callable[..., Any], key: str = "agent") -> None:
             raise ConfigError(f"{key}.{name}", f"must be {DOMAINS[name][1]}, got {value!r}")
 
 
+def _arguments(algorithm: Callable[..., Any]) -> dict[str, Any]:
+    """Every argument ``algorithm`` will be built with: the SB3 class's defaults under the configured ones."""
+    cls, arguments = _configured(algorithm)
+    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()}
+    return {**defaults, **arguments}
+
+
+def check_rollout_batch(algorithm: Callable[..., Any], n_envs: int, key: str = "agent") -> None:
+    """Refuse a mini-batch larger than an on-policy rollout (``n_steps * n_envs``): SB3's PPO would train on the
+    whole rollout at once and say so only in a warning."""
+    if not issubclass(_configured(algorithm)[0], OnPolicyAlgorithm):
+        return  # an off-policy n_steps is the length of its n-step returns
+    arguments = _arguments(algorithm)
+    batch, steps = arguments.get("batch_size"), arguments.get("n_steps")
+    if isinstance(batch, int) and isinstance(steps, int) and batch > steps * n_envs:
+        raise ConfigError(f"{key}.batch_size", f"({batch}) is larger than a rollout of {key}.n_steps x env.n_envs = "
+                          f"{steps} x {n_envs} = {steps * n_envs} steps; lower it, or raise either of those")
+
+
 def _bytes_per_item(space: gym.Space) -> int:
     """Bytes SB3's buffers spend on one value of ``space`` (as it stores them: the space's dtype)."""
     if isinstance(space, gym.spaces.Dict):
@@ -122,10 +142,9 @@ def check_buffer_memory(algorithm: Callable[..., Any], observation_space: gym.Sp
                         n_envs: int, key: str = "agent") -> None:
     """Refuse (naming the argument) a rollout or replay buffer larger than this machine's memory, which SB3
     would try to allocate whole: numpy's "array is too big", or the kernel's OOM killer."""
-    cls, arguments = _configured(algorithm)
-    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()}
-    name = "buffer_size" if "buffer_size" in defaults else "n_steps"
-    size = arguments.get(name, defaults.get(name))
+    arguments = _arguments(algorithm)
+    name = "buffer_size" if "buffer_size" in arguments else "n_steps"
+    size = arguments.get(name)
     if not isinstance(size, int):
         return
     observations = 2 if name == "buffer_size" else 1  # a replay buffer keeps the next observation too
