@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_module
 
-from rlhp.callbacks import Checkpointer
-from rlhp.checkpoints import RunRecord
-from rlhp.compose import compose as compose_run
+from rlhp.experiment.callbacks import Checkpointer
+from rlhp.experiment.checkpoints import RunRecord
+from rlhp.experiment.compose import compose as compose_run
 from rlhp.runs import RunFolder
 
 CASES = {

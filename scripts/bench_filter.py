@@ -1,12 +1,13 @@
 """Does the label filter leave out the wrong labels? Against B-Pref's erring teacher, per env.
 
-For each env it runs ``rlhp-train -m experiment=<env's> total_comparisons=<labels> label_filter=contradicted
-gatherer.mistake=<share>`` over ``--seeds`` seeds into ``--root/<env>`` (a finished sweep is reused, as in
-``bench_suite.sweep``), then reads each run's last round from metrics.csv: the labels trained on, how many of them
-the true reward contradicts (``gt_labels_wrong``: the teacher answers the probability from the true returns, so
-these are its flips; a flipped tie stays a tie), the labels the filter left out of the last epoch
-(``reward_labels_dropped``) and how many of those were wrong (``gt_labels_dropped_wrong``), each summed over
-seeds. A filter that judges well leaves out mostly wrong labels, far above their share of all labels.
+For each env it runs ``rlhp-train -m experiment=<env's> total_comparisons=<labels>
+reward_trainer/label_filter=contradicted gatherer.mistake=<share>`` over ``--seeds`` seeds into ``--root/<env>``
+(a finished sweep is reused, as in ``bench_suite.sweep``), then reads each run's last round from metrics.csv:
+the labels trained on, how many of them the true reward contradicts (``gt_labels_wrong``: the teacher answers
+the probability from the true returns, so these are its flips; a flipped tie stays a tie), the labels the filter
+left out of the last epoch (``reward_labels_dropped``) and how many of those were wrong
+(``gt_labels_dropped_wrong``), each summed over seeds. A filter that judges well leaves out mostly wrong labels,
+far above their share of all labels.
 
     python scripts/bench_filter.py --envs cartpole pendulum reacher --out docs/benchmarks.md
 """
@@ -22,7 +23,7 @@ from bench_labels import ENVS, command, result
 from bench_suite import final, seeds, sweep
 from docblock import show
 
-from rlhp.report.runs import Run
+from rlhp.report.folders import Run
 
 
 def last_round(run: Run) -> tuple[float, float, float, float]:
@@ -51,7 +52,8 @@ def main() -> None:
     if args.labels < 1 or not 0 < args.mistake < 1 or args.seeds < 1 or args.jobs < 1:
         parser.error("--labels, --seeds and --jobs must be positive and --mistake must lie in (0, 1)")
 
-    overrides = [f"total_comparisons={args.labels}", "label_filter=contradicted", f"gatherer.mistake={args.mistake}"]
+    overrides = [f"total_comparisons={args.labels}", "reward_trainer/label_filter=contradicted",
+                 f"gatherer.mistake={args.mistake}"]
     lines = [f"Written by `python scripts/bench_filter.py --envs {' '.join(args.envs)} --labels {args.labels} "
              f"--mistake {args.mistake} --seeds {args.seeds}` on a 2-core CPU ({time.strftime('%Y-%m-%d')}). "
              f"Labels of each run's last round, summed over {args.seeds} seeds; \"wrong\": the true reward ranks "

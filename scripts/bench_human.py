@@ -2,8 +2,8 @@
 answering over HTTP from the published queries (rendered clips, for MuJoCo drawn from recorded physics
 states), against the same agent on the true reward.
 
-The annotators prefer the fragment with the higher true return (``rlhp.annotate.scripted``); ``--pause-s`` is
-each one's wait after an answer. The ceiling is read from a finished ``feedback=true_reward`` sweep
+The annotators prefer the fragment with the higher true return (``rlhp.human.server.scripted``); ``--pause-s`` is
+each one's wait after an answer. The ceiling is read from a finished ``reward_learning=none`` sweep
 (``--ceiling``, e.g. the one ``bench_suite.py`` ran), and the run counts as reaching it at 90% of the way from
 a random policy's return to the ceiling's mean (as in ``bench_suite.py``).
 
@@ -23,8 +23,8 @@ from pathlib import Path
 from bench_suite import FRACTION_OF_CEILING, final, random_return
 from docblock import show
 
-from rlhp.annotate.scripted import ScriptedAnnotator
-from rlhp.report.runs import find_runs
+from rlhp.human.server.scripted import ScriptedAnnotator
+from rlhp.report.folders import find_runs
 
 BIN = Path(sys.executable).parent
 
@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default="reacher")
-    parser.add_argument("--ceiling", type=Path, required=True, help="a finished feedback=true_reward sweep")
+    parser.add_argument("--ceiling", type=Path, required=True, help="a finished reward_learning=none sweep")
     parser.add_argument("--annotators", type=int, default=2)
     parser.add_argument("--pause-s", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)

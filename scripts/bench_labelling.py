@@ -33,11 +33,11 @@ from playwright.sync_api import sync_playwright
 
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.feedback import WebQuerent
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.human.querent import WebQuerent
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.runs import RunFolder
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"]
 
@@ -95,7 +95,7 @@ def main() -> None:
         querent = WebQuerent(env, tmp)
         if args.busy:
             busy = subprocess.Popen([Path(sys.executable).parent / "rlhp-train", "env=gym", "env.id=Hopper-v5",
-                                     "agent=sac", "feedback=true_reward", "total_timesteps=10_000_000", "logger=none",
+                                     "agent=sac", "reward_learning=none", "total_timesteps=10_000_000", "logger=none",
                                      f"hydra.run.dir={tmp}/busy"], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             time.sleep(15)  # past its start, into SAC's updates
@@ -103,7 +103,7 @@ def main() -> None:
         querent.renderer.write(pairs[:10], [(f"t{i}-l.mp4", f"t{i}-r.mp4") for i in range(10)], run.path / "timing")
         per_query = (time.perf_counter() - start) / 10 * 1000
         querent(pairs, 0)  # CartPole: drawn now; Hopper: drawn in the background, a few ahead of the person
-        server = subprocess.Popen([sys.executable, "-m", "rlhp.annotate", tmp, "--port", "0"],
+        server = subprocess.Popen([sys.executable, "-m", "rlhp.human.server", tmp, "--port", "0"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while not run.annotate_json.is_file():

@@ -61,10 +61,10 @@ class Share(NamedTuple):
 SHARES = {"own": Share(1, "the task's own budget"), "quarter": Share(4, "a quarter of the task's own")}
 METHODS = {
     "plain": [],
-    "+SURF": ["pseudo_labels=surf", "crop=temporal"],
+    "+SURF": ["reward_trainer/pseudo_labels=surf", "reward_trainer/crop=temporal"],
     "+RUNE": ["reward_net.std_coef=0.05", "reward_net.std_decay=3e-5"],
     "+entropy queries": ["fragmenter=active", "fragmenter.uncertainty_on=entropy"],
-    "+robustness": ["label_filter=contradicted"],
+    "+robustness": ["reward_trainer/label_filter=contradicted"],
 }
 ALL_METHODS = [*METHODS, "best"]
 """The table's methods: ``METHODS`` and the best combination (``--best``)."""
@@ -157,7 +157,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["cartpole"], choices=sorted(ENVS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=ALL_METHODS)
-    parser.add_argument("--best", nargs="*", default=["label_filter=contradicted", *METHODS["+SURF"]],
+    parser.add_argument("--best", nargs="*", default=["reward_trainer/label_filter=contradicted", *METHODS["+SURF"]],
                         help="the overrides of 'best'")
     parser.add_argument("--budgets", nargs="+", type=budget, default=["10", "25", "50", "100", "own"])
     parser.add_argument("--seeds", type=int, default=5)

@@ -2,7 +2,7 @@
 
 Two runs started together share the machine's speed (a VM's drifts by about 10% over an hour), so their
 ratio is steadier than one of two sweeps run at different times. For each seed it starts
-``rlhp-train experiment=<name> seed=N`` and the same with ``feedback=true_reward`` at once, each in its own
+``rlhp-train experiment=<name> seed=N`` and the same with ``reward_learning=none`` at once, each in its own
 folder under ``--root`` (a finished pair is reused), then reads both run folders' ``wall_s`` and prints a
 table: per seed, and the ratio of the summed times. Run it on an otherwise idle machine with two cores.
 
@@ -20,13 +20,13 @@ from pathlib import Path
 from bench_suite import BIN, wall
 from docblock import show
 
-from rlhp.report.runs import Run, find_runs
+from rlhp.report.folders import Run, find_runs
 
 
 def run_pair(root: Path, experiment: str, seed: int) -> tuple[Run, Run]:
     """The finished loop and ceiling runs of ``seed``, both started at once unless both finished."""
     folders = {"loop": root / "loop" / str(seed), "ceiling": root / "ceiling" / str(seed)}
-    extra = {"loop": [], "ceiling": ["feedback=true_reward"]}
+    extra = {"loop": [], "ceiling": ["reward_learning=none"]}
     done = {k: [r for r in find_runs(f) if r.status == "finished"] if f.is_dir() else [] for k, f in folders.items()}
     if not all(done.values()):
         if any(f.exists() for f in folders.values()):
@@ -60,7 +60,7 @@ def main() -> None:
                      for seed, (a, b, r) in enumerate(zip(loop, ceiling, ratio, strict=True)))
     text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}` on "
             f"{os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train experiment={args.experiment} "
-            f"seed=N` beside the same with `feedback=true_reward`, started together; wall time is the loop's "
+            f"seed=N` beside the same with `reward_learning=none`, started together; wall time is the loop's "
             f"`wall_s`.\n\n| seed | loop s | ceiling s | ratio |\n|---:|---:|---:|---:|\n{rows}\n"
             f"| all | {loop.sum():.1f} | {ceiling.sum():.1f} | {loop.sum() / ceiling.sum():.2f}x "
             f"({ratio.min():.2f}x-{ratio.max():.2f}x a pair) |")

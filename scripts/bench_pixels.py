@@ -29,10 +29,10 @@ from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.data.frames import held_bytes
 from rlhp.data.hf import load_trajectories, save_trajectories
 from rlhp.envs import AtariEnv, MinAtarEnv
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import CnnRewardNet
-from rlhp.rollout import rollout
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 from rlhp.training import RewardTrainer
 
 FRAME = 84 * 84

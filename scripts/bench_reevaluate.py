@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 from hydra.utils import get_class, instantiate
 
-from rlhp.evaluation import policy_return
-from rlhp.report.runs import Run, find_runs
+from rlhp.experiment.evaluation import policy_return
+from rlhp.report.folders import Run, find_runs
 
 SEED_OFFSET = 50_000
 """Added to a run's seed for the starts of its re-evaluation: apart from its training's and its own evaluation's."""

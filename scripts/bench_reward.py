@@ -13,9 +13,9 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_module
 
-from rlhp.compose import compose as compose_run
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.experiment.compose import compose as compose_run
 from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
 from rlhp.training import RewardTrainer

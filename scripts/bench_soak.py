@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from docblock import write_block
 
-from rlhp.annotate.scripted import ScriptedAnnotator
+from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.runs import RunFolder
 
 BIN = Path(sys.executable).parent

@@ -5,7 +5,7 @@ For each experiment (``conf/experiment/<name>.yaml``) it runs three sweeps with 
 runs have all finished (a sweep cut short is refused: finish its missing runs, or remove its folder):
 
 - ``main``: the experiment over ``--seeds`` seeds;
-- ``ceiling``: the same with ``feedback=true_reward`` (the same agent on the env's own reward);
+- ``ceiling``: the same with ``reward_learning=none`` (the same agent on the env's own reward);
 - ``labels``: ``total_comparisons`` in ``--labels``, over ``--label-seeds`` seeds.
 
 It then reads the run folders (never the training code) and writes a Markdown table of final true
@@ -30,10 +30,10 @@ import numpy as np
 from docblock import show
 from hydra.utils import instantiate
 
-from rlhp.policies import random_policy
-from rlhp.report.runs import Run, find_runs
+from rlhp.report.folders import Run, find_runs
 from rlhp.report.stats import mean_ci
-from rlhp.rollout import rollout
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 BIN = Path(sys.executable).parent
 TARGETS = {"cartpole": 475.0, "pendulum": -200.0}
@@ -128,7 +128,7 @@ def main() -> None:
         base = [f"experiment={name}"]
         runs = sweep(args.root / name / "main", [*base, seeds(args.seeds)], args.jobs)
         ceiling = sweep(args.root / name / "ceiling",
-                        [*base, "feedback=true_reward", seeds(ceiling_seeds)], args.jobs)
+                        [*base, "reward_learning=none", seeds(ceiling_seeds)], args.jobs)
         rows = runs[0].rows[-1]
         returns, shares = final(runs), reward_share(runs)
         bar, says = target(name, runs, final(ceiling))
@@ -138,7 +138,7 @@ def main() -> None:
             f"{int(rows['timesteps']):,} | "
             f"{cell(wall(runs), 0)} | {np.mean(wall(runs)) / np.mean(wall(ceiling)):.2f}x | "
             f"{shares.mean():.1f}% ({shares.min():.1f}-{shares.max():.1f}) | "
-            f"`rlhp-train -m experiment={name} {seeds(args.seeds)}` (ceiling: `feedback=true_reward`) |")
+            f"`rlhp-train -m experiment={name} {seeds(args.seeds)}` (ceiling: `reward_learning=none`) |")
         if args.label_experiments is not None and name not in args.label_experiments:
             continue
         budgets = ",".join(map(str, args.labels))
@@ -158,7 +158,7 @@ def main() -> None:
         f"--block {args.block}`; the runs ran on a {args.machine} ({time.strftime('%Y-%m-%d')}) and are under "
         f"`{args.root}`.", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
-        f"on the env's own reward (`feedback=true_reward`, over {ceiling_seeds} seeds or all "
+        f"on the env's own reward (`reward_learning=none`, over {ceiling_seeds} seeds or all "
         "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
         "ceiling's; reward training is its share of the loop's phase time (mean, and the range over runs).", "",
         "| experiment | true return | runs solved | ceiling | labels | timesteps | wall s | vs ceiling "

@@ -62,6 +62,21 @@ OPTION_NEEDS = {
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
 
 
+CONF = Path(__file__).resolve().parent.parent / "rlhp" / "conf"
+
+
+def config_groups(skip: set[str] = frozenset()) -> list[str]:
+    """Every config group with options, a nested one by its path (``reward_trainer/crop``); Hydra's own and
+    ``skip`` left out."""
+    return sorted(str(d.relative_to(CONF)) for d in CONF.rglob("*") if d.is_dir() and any(d.glob("*.yaml"))
+                  and d.relative_to(CONF).parts[0] not in {"hydra", "__pycache__", *skip})
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group (its YAML files' names)."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
 def composed(config: str, overrides: list[str], hydra: bool = False) -> DictConfig:
     """``config`` composed with ``overrides`` as the command line would: the task's config (with Hydra's own
     node only when ``hydra``), and no Hydra runtime state: the builder and ``train`` need none."""

@@ -20,13 +20,13 @@ from helpers import BIN, random_pairs
 from omegaconf import OmegaConf
 from test_hub import RecordingApi
 
-from rlhp.annotate.app import create_app
-from rlhp.annotate.export import export_labels
-from rlhp.annotate.server import serve
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ConfigError, DataError
+from rlhp.human.server.app import create_app
+from rlhp.human.server.export import export_labels
+from rlhp.human.server.serve import serve
+from rlhp.human.store import QueryError, QueryStore
 from rlhp.runs import RunFolder
-from rlhp.runs.queries import QueryError, QueryStore
 
 
 def publish(run_dir: Path, n: int, wanted: int = 1, first: int = 0, instructions: str = "") -> QueryStore:
@@ -124,11 +124,11 @@ def test_bad_answers_get_a_4xx_with_the_reason(api, body, status, says):
                                             ("/api/undo", b'{"annotator": 1e309}')])
 def test_a_number_json_cannot_carry_back_is_refused_in_a_4xx_with_one_log_line(api, path, body, caplog):
     # 1e309 parses as infinity: echoed back in the 422 it made FastAPI's own handler fail with a 500.
-    with caplog.at_level("INFO", logger="rlhp.annotate.app"):
+    with caplog.at_level("INFO", logger="rlhp.human.server.app"):
         response = api.post(path, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 422 and response.json()["detail"]
     assert "inf" not in response.text.lower()
-    refused = [r for r in caplog.records if r.name == "rlhp.annotate.app"]
+    refused = [r for r in caplog.records if r.name == "rlhp.human.server.app"]
     assert len(refused) == 1 and refused[0].getMessage().startswith(f"refused POST {path} (422): ")
     assert refused[0].exc_info is None
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from omegaconf import OmegaConf
 from test_annotate import publish
 
-from rlhp.annotate.app import create_app
+from rlhp.human.server.app import create_app
 from rlhp.runs import RunFolder
 
 

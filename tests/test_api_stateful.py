@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from test_annotate import publish
 
-from rlhp.annotate.app import create_app
-from rlhp.runs.queries import QueryStore
+from rlhp.human.server.app import create_app
+from rlhp.human.store import QueryStore
 
 PEOPLE = ["alice", "bob", "carol"]
 QUERIES, WANTED = 5, 2

@@ -11,14 +11,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_filter import last_round, share  # noqa: E402
 
 from rlhp.data import PreferenceDataset  # noqa: E402
-from rlhp.report.runs import find_runs  # noqa: E402
+from rlhp.report.folders import find_runs  # noqa: E402
 
 
 @pytest.mark.slow
 def test_a_filtered_run_against_an_erring_teacher_reports_what_the_benchmark_reads(train) -> None:
     # Pendulum: the debug budget's short CartPole fragments nearly all earn the same return, so its labels are ties.
-    run_dir, _ = train("env=gym", "env.id=Pendulum-v1", "label_filter=contradicted", "gatherer.mistake=0.4",
-                       "reward_trainer.label_filter.max_fraction=0.5", "reward_trainer.epochs=20")
+    run_dir, _ = train("env=gym", "env.id=Pendulum-v1", "reward_trainer/label_filter=contradicted",
+                       "gatherer.mistake=0.4", "reward_trainer.label_filter.max_fraction=0.5",
+                       "reward_trainer.epochs=20")
     (run,) = find_runs(run_dir)
     labels, wrong, dropped, dropped_wrong = last_round(run)
     assert labels == 20

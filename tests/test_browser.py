@@ -19,11 +19,12 @@ from test_annotate import wait_for_url
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.envs.tasks import Backflip
-from rlhp.feedback import HumanGatherer, WebQuerent
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.human.gatherer import HumanGatherer
+from rlhp.human.querent import WebQuerent
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.runs import RunFolder
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 CHROMIUM = "/usr/bin/chromium"
 INSTRUCTIONS = "Prefer the clip where the pole stays **upright**."

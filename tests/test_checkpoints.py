@@ -4,9 +4,9 @@ a replay buffer's rewards not at all (they are relabelled before they are read).
 import numpy as np
 from helpers import composed
 
-from rlhp.callbacks import Checkpointer
-from rlhp.checkpoints import CHUNK, RunRecord, load_checkpoint
-from rlhp.compose import compose
+from rlhp.experiment.callbacks import Checkpointer
+from rlhp.experiment.checkpoints import CHUNK, RunRecord, load_checkpoint
+from rlhp.experiment.compose import compose
 from rlhp.runs import RunFolder
 
 SAC = ["debug=fast", "env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100",

@@ -9,15 +9,15 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from helpers import imitation_dataset, run_cli, wandb_history
+from helpers import composed, imitation_dataset, run_cli, wandb_history
 from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset, save_trajectories
 from rlhp.data.frames import held_bytes
 from rlhp.data.hub import open_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 pytestmark = pytest.mark.slow
 
@@ -235,7 +235,7 @@ def test_imitation_format_dataset_trains_a_reward_and_is_shape_checked(train, tm
 
 @pytest.mark.slow
 def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train):
-    run_dir, proc = train("feedback=true_reward")
+    run_dir, proc = train("reward_learning=none")
     result = json.loads((run_dir / "eval.json").read_text())
     assert result["optimized_metric"]["name"] == "true_return_mean" and "reward_correlation" not in result
     assert "on the true reward (the ceiling)" in proc.stdout
@@ -250,7 +250,7 @@ def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train
 ])
 def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_path, override, key, what, extra):
     # The entry point as installed, with the extra's plugin absent (it is installed in the test venv).
-    code = ("import sys, rlhp.cli as cli; cli._installed = lambda module: False; "
+    code = ("import sys, rlhp.experiment.cli as cli; cli._installed = lambda module: False; "
             "sys.argv = ['rlhp-train', '-m', sys.argv[1]]; cli.train_main()")
     proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2
@@ -266,13 +266,30 @@ def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_pat
     ("collect", "seed=1=2", "mismatched input '=' expecting <EOF>"),
 ])
 def test_an_override_hydra_cannot_read_is_named(tmp_path, command, override, problem):
-    code = (f"import sys, rlhp.cli as cli; sys.argv = ['rlhp-{command}', '-m', 'seed=0', sys.argv[1]]; "
+    code = (f"import sys, rlhp.experiment.cli as cli; sys.argv = ['rlhp-{command}', '-m', 'seed=0', sys.argv[1]]; "
             f"cli.{command}_main()")
     proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"rlhp-{command}: config error: override `{override}` cannot be read ({problem}); "
                                    "quote a value that holds '=', brackets, commas or spaces (key='a=b')")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("override", "new"), [
+    ("crop=temporal", "reward_trainer/crop=temporal"), ("pseudo_labels=surf", "reward_trainer/pseudo_labels=surf"),
+    ("label_filter=contradicted", "reward_trainer/label_filter=contradicted"),
+    ("feedback=true_reward", "reward_learning=none"),
+])
+def test_a_group_that_moved_is_refused_by_its_old_name_naming_the_new(tmp_path, override, new):
+    code = "import sys, rlhp.experiment.cli as cli; sys.argv = ['rlhp-train', 'seed=0', sys.argv[1]]; cli.train_main()"
+    proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    key = override.split("=")[0]
+    assert proc.stderr.startswith(f"rlhp-train: config error: config key `{key}` is now the group ")
+    assert new in proc.stderr
+    assert not list(tmp_path.iterdir())
+    # The new name composes.
+    assert composed("train", [new])
 
 
 @pytest.mark.parametrize(("command", "overrides", "code", "message"), [

@@ -18,8 +18,7 @@ from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.states import shrunk_screen
 from rlhp.errors import ArgumentError, ConfigError
-from rlhp.feedback import WebQuerent
-from rlhp.feedback.clips import (
+from rlhp.human.clips import (
     ClipRenderer,
     GameFrames,
     NewestFrames,
@@ -30,11 +29,12 @@ from rlhp.feedback.clips import (
     drawer,
     without_shadows,
 )
-from rlhp.feedback.prefetch import ClipPrefetcher, DrawOnPublish
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
-from rlhp.runs.queries import QueryStore
+from rlhp.human.prefetch import ClipPrefetcher, DrawOnPublish
+from rlhp.human.querent import WebQuerent
+from rlhp.human.store import QueryStore
+from rlhp.loop.fragmenters import RandomFragmenter
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 
 def test_a_minatar_cell_shows_the_colour_of_its_highest_lit_channel():
@@ -287,11 +287,11 @@ def test_an_atari_fragment_is_replayed_in_the_colours_the_game_showed_live():
 def test_people_labelling_atari_get_its_colour_screens_and_the_labels_keep_no_emulator_states(tmp_path):
     from helpers import composed
 
-    from rlhp.compose import compose
     from rlhp.data import PreferenceDataset
+    from rlhp.experiment.compose import compose
     loop = compose(composed("train", ["env=atari", "gatherer=human", "debug=fast"]), tmp_path)
-    assert loop.querent.needs_states and loop.source.env.recording
-    assert type(loop.querent.renderer.drawer) is GameFrames
+    assert loop.reward_learning.querent.needs_states and loop.source.env.recording
+    assert type(loop.reward_learning.querent.renderer.drawer) is GameFrames
     dataset = PreferenceDataset()
     pairs = FragmentPairs(frames=np.zeros((1, 2, 6, 84, 84), np.uint8), acts=np.zeros((1, 2, 3), np.int64),
                           dones=np.zeros((1, 2, 3), bool), rews=np.zeros((1, 2, 3), np.float32),
@@ -368,9 +368,9 @@ def test_a_querent_resumed_from_an_older_checkpoint_never_reuses_the_ids_publish
 def test_a_process_that_ends_without_stopping_its_clip_drawing_still_exits(tmp_path):
     # The drawing thread waits for queries for ever: the interpreter must not wait for it at exit.
     code = ("from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv\n"
-            "from rlhp.feedback.clips import ClipRenderer\n"
-            "from rlhp.feedback.prefetch import ClipPrefetcher\n"
-            "from rlhp.runs.queries import QueryStore\n"
+            "from rlhp.human.clips import ClipRenderer\n"
+            "from rlhp.human.prefetch import ClipPrefetcher\n"
+            "from rlhp.human.store import QueryStore\n"
             f"ClipPrefetcher(QueryStore({str(tmp_path / 'queries.sqlite')!r}), "
             f"ClipRenderer(GymEnv(FIXED_HORIZON_CARTPOLE)), {str(tmp_path)!r}, 2).start()\n")
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
@@ -418,7 +418,7 @@ def test_a_clip_that_cannot_be_drawn_stops_the_drawing_and_says_so_on_the_consol
 
     renderer.write = broken
     drawing = ClipPrefetcher(store, renderer, tmp_path, 2)
-    with caplog.at_level("ERROR", logger="rlhp.feedback.prefetch"):
+    with caplog.at_level("ERROR", logger="rlhp.human.prefetch"):
         drawing.start()
         deadline = time.monotonic() + 10
         while drawing.running and time.monotonic() < deadline:  # the thread ends by itself
@@ -444,12 +444,13 @@ def test_people_teaching_a_backflip_get_mujoco_clips_and_the_task_s_instructions
     pytest.importorskip("mujoco")
     from helpers import composed
 
-    from rlhp.compose import compose
     from rlhp.envs.tasks import BACKFLIP
+    from rlhp.experiment.compose import compose
     loop = compose(composed("train", ["experiment=backflip", "gatherer=human", "debug=fast", "fragment_length=10"]),
                    tmp_path)
-    assert loop.querent.needs_states and loop.source.env.recording  # recorded from the first sampled step
-    assert loop.querent.instructions == BACKFLIP
+    querent = loop.reward_learning.querent
+    assert querent.needs_states and loop.source.env.recording  # recorded from the first sampled step
+    assert querent.instructions == BACKFLIP
     plain = compose(composed("train", ["env=gym", "env.id=Hopper-v5", "agent=sac", "debug=fast"]), tmp_path / "b")
     assert not plain.source.env.recording  # nobody looks: nothing recorded
 

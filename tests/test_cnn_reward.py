@@ -14,9 +14,9 @@ import rlhp.sources.agent as agent_module
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import MinAtarEnv
 from rlhp.errors import ArgumentError
-from rlhp.extractors import SmallGridCNN
 from rlhp.rewards import CnnRewardNet
 from rlhp.sources import AgentTrainer
+from rlhp.sources.extractors import SmallGridCNN
 from rlhp.training import RewardTrainer
 
 GRID = gym.spaces.Box(0, 1, (4, 10, 10), np.uint8)  # MinAtar-like: a channel per kind of object

@@ -21,7 +21,7 @@ from rlhp.demos.collect import check_quality
 from rlhp.demos.experts import TrainedExpert
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, RunError
-from rlhp.rollout import rollout
+from rlhp.sources.rollout import rollout
 from rlhp.video import check_renders
 
 QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",

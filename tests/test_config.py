@@ -7,29 +7,25 @@ import hydra.utils
 import numpy as np
 import pytest
 import torch
-from helpers import NO_PICTURES, OPTION_NEEDS, composed
+from helpers import CONF, NO_PICTURES, OPTION_NEEDS, composed, config_groups, group_options
 from omegaconf import OmegaConf
 
-import rlhp.conf
-from rlhp.compose import compose
-from rlhp.config import build
 from rlhp.data import save_trajectories
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
-from rlhp.loop import AgentRounds, PreferenceComparisons
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.experiment.compose import compose
+from rlhp.experiment.config import build
+from rlhp.loop import PreferenceLearning, RewardLearning
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
-CONF = Path(rlhp.conf.__file__).parent
 COLLECT_ONLY = {"expert"}
-TRAIN_GROUPS = sorted(d.name for d in CONF.iterdir() if d.is_dir() and d.name not in {"hydra", "__pycache__",
-                                                                                     *COLLECT_ONLY})
+TRAIN_GROUPS = config_groups(skip=COLLECT_ONLY)
 PENDULUM = ["env=gym", "env.id=Pendulum-v1"]
 # What some options need beside them to build: an env whose actions they support, a path.
 
 
-def options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+options = group_options
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +41,8 @@ def cartpole_dataset(tmp_path_factory) -> Path:
 
 def test_the_groups_are_found():
     assert {"env", "agent", "trajectories", "reward_net", "reward_trainer", "fragmenter", "querent", "gatherer",
-            "query_schedule", "logger", "debug", "experiment"} <= set(TRAIN_GROUPS)
+            "query_schedule", "logger", "debug", "experiment", "reward_trainer/crop", "reward_trainer/pseudo_labels",
+            "reward_trainer/label_filter"} <= set(TRAIN_GROUPS)
     assert options("expert") == ["hub", "ppo_cartpole", "sac_pendulum", "zip"]
 
 
@@ -58,13 +55,15 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     cfg = composed("train", [f"{group}={option}", *debug, *extra], hydra=True)
     assert cfg.hydra.runtime.choices[group] in (option, [option])
     loop = compose(cfg, tmp_path)
-    if (group, option) == ("feedback", "true_reward"):  # the ceiling builds only the agent's side
-        assert type(loop) is AgentRounds and loop.source.venv.reward.reads_env_reward
+    if (group, option) == ("reward_learning", "none"):  # the ceiling builds only the agent's side
+        assert type(loop.reward_learning) is RewardLearning and loop.source.venv.reward.reads_env_reward
         return
-    assert isinstance(loop, PreferenceComparisons)
+    assert isinstance(loop.reward_learning, PreferenceLearning)
     assert loop.source.agent.trains == (option != "dataset")  # demos train an agent on the learned reward
-    built = {"trajectories": loop.source, "fragmenter": loop.fragmenter, "querent": loop.querent,
-             "gatherer": loop.gatherer, "reward_trainer": loop.reward_trainer, "reward_net": loop.reward_trainer.net,
+    learning = loop.reward_learning
+    built = {"trajectories": loop.source, "fragmenter": learning.fragmenter, "querent": learning.querent,
+             "gatherer": learning.gatherer, "reward_trainer": learning.reward_trainer,
+             "reward_net": learning.reward_trainer.net,
              "logger": build(cfg.logger) if group == "logger" else None,
              "task": loop.source.env.task if group == "task" else None}
     if built.get(group) is not None:
@@ -73,7 +72,7 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     if group == "agent":
         assert type(loop.source.agent.algorithm).__name__ == cfg.agent._target_.rsplit(".", 1)[-1]
     if group == "query_schedule":
-        assert sum(loop.comparisons) == cfg.total_comparisons
+        assert sum(learning.schedule) == learning.comparisons == cfg.total_comparisons
 
 
 @pytest.mark.parametrize("option", options("expert"))
@@ -123,7 +122,8 @@ def test_the_trex_experiment_is_the_defaults_with_ranked_demos_ranked_by_return_
     assert got == expected and got["gatherer"]["_target_"] == "rlhp.feedback.RankedGatherer"
 
 
-@pytest.mark.parametrize("option", ["crop/temporal", "pseudo_labels/surf", "label_filter/contradicted"])
+@pytest.mark.parametrize("option", ["reward_trainer/crop/temporal", "reward_trainer/pseudo_labels/surf",
+                                    "reward_trainer/label_filter/contradicted"])
 def test_a_label_saving_method_s_config_is_its_class_s_defaults(option):
     # The published settings live twice, in the class for Python users and in the option for the CLI: one value.
     values = OmegaConf.to_container(OmegaConf.load(CONF / f"{option}.yaml"))
@@ -143,8 +143,8 @@ def test_every_command_shares_the_hydra_output_and_logging(tmp_path):
 def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tmp_path):
     cfg = composed("train", ["debug=fast", "preference_model.discount_factor=0.9", "preference_model.threshold=7"])
     loop = compose(cfg)
-    assert loop.gatherer.discount_factor == loop.reward_trainer.discount_factor == 0.9
-    assert loop.gatherer.threshold == loop.reward_trainer.threshold == 7
+    assert loop.reward_learning.gatherer.discount_factor == loop.reward_learning.reward_trainer.discount_factor == 0.9
+    assert loop.reward_learning.gatherer.threshold == loop.reward_learning.reward_trainer.threshold == 7
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
@@ -202,7 +202,8 @@ def test_cuda_without_a_gpu_is_refused_and_auto_falls_back_to_the_cpu(tmp_path):
     with pytest.raises(ConfigError, match="`device` is cuda, but torch sees no GPU here"):
         compose(composed("train", ["debug=fast", "device=cuda"]))
     loop = compose(composed("train", ["debug=fast", "device=auto"]))
-    assert loop.reward_trainer.net.device.type == "cpu" and loop.source.agent.algorithm.device.type == "cpu"
+    assert loop.reward_learning.reward_trainer.net.device.type == "cpu"
+    assert loop.source.agent.algorithm.device.type == "cpu"
 
 
 def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_agent_key_has_one():

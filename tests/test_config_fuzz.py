@@ -26,19 +26,19 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import BIN, OPTION_NEEDS, composed
+from helpers import BIN, OPTION_NEEDS, composed, config_groups, group_options
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.compose import compose
-from rlhp.config import build
 from rlhp.data import save_trajectories
 from rlhp.demos.collect import prepare
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import RlhpError
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.experiment.compose import compose
+from rlhp.experiment.config import build
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 DEEP = os.environ.get("RLHP_FUZZ_DEEP") == "1"
 EXAMPLES = 40 if DEEP else 4
@@ -80,7 +80,7 @@ def package(group: str, option: str) -> str:
     than the root (an option of the root, e.g. an expert, still keeps its own keys under its group's name)."""
     first = (CONF / group / f"{option}.yaml").read_text().splitlines()[0]
     named = first.removeprefix("# @package ").strip() if first.startswith("# @package ") else "_global_"
-    return group if named == "_global_" else named
+    return group.replace("/", ".") if named == "_global_" else named
 
 
 def cases() -> list[tuple[str, tuple[str, ...], str]]:
@@ -91,9 +91,9 @@ def cases() -> list[tuple[str, tuple[str, ...], str]]:
               or key.split(".")[0] in ("preference_model", "evaluation")]
     collect = composed("collect", [])
     found += [("collect", (), key) for key in leaves(collect, "") if key.split(".")[0] not in COLLECT_GROUPS]
-    for group in sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in NOT_OPTIONS):
+    for group in config_groups(skip=NOT_OPTIONS):
         command = "collect" if group in COLLECT_GROUPS else "train"
-        for option in sorted(p.name[:-5] for p in (CONF / group).iterdir() if p.name.endswith(".yaml")):
+        for option in group_options(group):
             if (group, option) in SKIPPED:
                 continue
             pick = f"{group}=[{option}]" if group == "callbacks" else f"{group}={option}"
@@ -224,8 +224,8 @@ def test_every_value_of_every_key_is_refused_by_its_full_key_or_builds(command, 
 
 def test_the_fuzz_reads_every_group_and_option():
     groups = {o[0].split("=")[0] for _, o, _ in CASES if o}
-    keyless = {"feedback", "query_schedule"}  # their options take no keys (checked: they have no cases)
-    assert groups == {p.name for p in CONF.iterdir() if p.is_dir()} - NOT_OPTIONS - keyless
+    keyless = {"reward_learning", "query_schedule"}  # their options take no keys (checked: they have no cases)
+    assert groups == set(config_groups(skip=NOT_OPTIONS)) - keyless
     keys = {k for _, _, k in CASES}
     assert {"agent.gamma", "reward_net.hidden_sizes", "seed", "preference_model.threshold", "expert.algorithm.gamma",
             "episodes", "gatherer.teacher.mistake", "fragmenter.base.max_start"} <= keys

@@ -17,7 +17,7 @@ from rlhp.envs import (
     MinAtarEnv,
 )
 from rlhp.errors import ArgumentError
-from rlhp.feedback.clips import restorer
+from rlhp.human.clips import restorer
 
 
 def run_episode(env: gym.Env, action) -> tuple[list[float], list[bool]]:

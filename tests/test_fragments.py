@@ -4,7 +4,7 @@ import torch
 from helpers import spaces, trajectory
 
 from rlhp.errors import RunError
-from rlhp.fragments import ActiveSelectionFragmenter, RandomFragmenter
+from rlhp.loop.fragmenters import ActiveSelectionFragmenter, RandomFragmenter
 from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
 

@@ -9,10 +9,10 @@ import torch
 from rlhp.data import PreferenceDataset, TrajectoryRecorder, load_trajectories, save_trajectories
 from rlhp.data.frames import frames_of, held_bytes
 from rlhp.envs import AtariEnv
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
-from rlhp.runs.queries import pair_to_blob, pairs_from_blobs
+from rlhp.human.store import pair_to_blob, pairs_from_blobs
+from rlhp.loop.fragmenters import RandomFragmenter
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 pytest.importorskip("ale_py")
 

@@ -21,13 +21,12 @@ import pytest
 from helpers import BIN, FAST, random_pairs, run_cli
 from test_annotate import publish
 
-from rlhp.annotate.scripted import ScriptedAnnotator
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ArgumentError, NetworkError
-from rlhp.feedback import HumanGatherer
-from rlhp.feedback.human import AnnotationProcess
+from rlhp.human.gatherer import AnnotationProcess, HumanGatherer
+from rlhp.human.server.scripted import ScriptedAnnotator
+from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
-from rlhp.runs.queries import QueryStore
 
 
 def answer(store, n, who="alice", choice="left"):
@@ -66,7 +65,7 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
     threading.Timer(0.3, answer, (store, 1)).start()
     threading.Timer(0.9, answer, (store, 1, "bob")).start()
     start = time.monotonic()
-    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+    with caplog.at_level("INFO", logger="rlhp.human.gatherer"):
         assert len(gatherer()) == 2 and time.monotonic() - start >= 0.9  # half of the 4, not the first alone
     serve_it = f"(serve them with `rlhp-annotate {RunFolder(tmp_path / 'a').path}`)"
     assert [m for m in caplog.messages if m.startswith("waiting")] == [f"waiting for 2 of 4 labels {serve_it}"]
@@ -75,7 +74,7 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
     answer(store, 1)  # one already in: two more are awaited
     threading.Timer(0.6, answer, (store, 2)).start()
     start = time.monotonic()
-    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+    with caplog.at_level("INFO", logger="rlhp.human.gatherer"):
         assert len(gatherer()) == 3 and 0.6 <= time.monotonic() - start < 5
     assert [m for m in caplog.messages if m.startswith("waiting")] == \
         [f"waiting for 2 of 6 labels {serve_it}, for at most 5 s"]
@@ -84,7 +83,7 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
     served = HumanGatherer(tmp_path / "c", serve=False, poll_s=0.02)
     served.url = "http://annotate.example:8765/"  # as a session sets it: the line gives the page's address
     threading.Timer(0.3, answer, (publish(tmp_path / "c", 2), 1)).start()
-    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+    with caplog.at_level("INFO", logger="rlhp.human.gatherer"):
         assert len(served()) == 1
     assert [m for m in caplog.messages if m.startswith("waiting")] == \
         ["waiting for 1 of 2 labels at http://annotate.example:8765/"]
@@ -120,7 +119,7 @@ def test_the_oldest_unanswered_queries_expire_beyond_max_pending(tmp_path, caplo
     store = publish(tmp_path, 5)
     store.answer(store.lease_next("alice", 60).id, "alice", "left")  # the newest, 4, has an answer
     gatherer = HumanGatherer(tmp_path, serve=False, max_pending=2)
-    with caplog.at_level("INFO", logger="rlhp.feedback.human"):
+    with caplog.at_level("INFO", logger="rlhp.human.gatherer"):
         gatherer.add(None, np.zeros(0))
     assert store.status()["expired"] == 2  # 0 and 1: the oldest without an answer
     assert "2 unanswered queries expired (gatherer.max_pending=2)" in caplog.messages
@@ -280,7 +279,7 @@ def test_a_server_that_does_not_listen_in_time_is_stopped_and_the_refusal_says_h
 def test_a_server_that_dies_is_started_again_and_the_console_gives_each_address(tmp_path, caplog):
     publish(tmp_path, 1)
     gatherer = HumanGatherer(tmp_path, port=0, min_answered_frac=0.0)
-    with caplog.at_level("INFO", logger="rlhp.feedback.human"), gatherer.session(stop=lambda: True):
+    with caplog.at_level("INFO", logger="rlhp.human.gatherer"), gatherer.session(stop=lambda: True):
         first = gatherer.url
         os.kill(json.loads(RunFolder(tmp_path).annotate_json.read_text())["pid"], signal.SIGKILL)
         time.sleep(0.5)

@@ -27,9 +27,9 @@ def test_a_plain_install_finds_its_configs_from_another_folder(tmp_path):
 
     where = run("-c", "import rlhp; print(rlhp.__file__)")
     assert where.stdout.strip() == str(site / "rlhp" / "__init__.py")
-    train = run("-c", "from rlhp.cli import train_main; train_main()", "debug=fast", "logger=none")
+    train = run("-c", "from rlhp.experiment.cli import train_main; train_main()", "debug=fast", "logger=none")
     assert train.returncode == 0, train.stderr[-3000:]
     runs = list((elsewhere / "outputs" / "train").glob("*/*"))
     assert len(runs) == 1 and (runs[0] / "eval.json").is_file() and (runs[0] / "train.log").is_file()
-    collect = run("-c", "from rlhp.cli import collect_main; collect_main()", "--help")
+    collect = run("-c", "from rlhp.experiment.cli import collect_main; collect_main()", "--help")
     assert collect.returncode == 0 and "expert: hub, ppo_cartpole, sac_pendulum, zip" in collect.stdout

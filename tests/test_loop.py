@@ -12,8 +12,8 @@ from helpers import trajectory
 from rlhp.data import PreferenceDataset
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
-from rlhp.fragments import RandomFragmenter
-from rlhp.loop import AgentRounds, Callback, PreferenceComparisons, check_fixed_horizon
+from rlhp.loop import Callback, Loop, PreferenceLearning, RewardLearning, check_fixed_horizon
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import RewardNet
 from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
 from rlhp.training import PseudoLabels, RewardTrainer
@@ -104,37 +104,39 @@ class Recorder(Callback):
         return [r.metrics for r in self.results]
 
 
-def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000
-              ) -> PreferenceComparisons:
+def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000) -> Loop:
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
-    return PreferenceComparisons(
-        source=FakeSource(agent), fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
+    source = FakeSource(agent)
+    learning = PreferenceLearning(
+        source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
-        comparisons=list(comparisons), total_timesteps=total_timesteps, fragment_length=5, rng=rng,
+        reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
         transition_oversampling=1.5, initial_epoch_multiplier=7)
+    return Loop(source, learning, len(comparisons), total_timesteps)
 
 
 def test_rounds_follow_the_schedule_and_carry_timesteps_over():
     agent = FakeAgent()
     loop = make_loop(agent)
-    recorder = Recorder(loop.reward_trainer)
-    loop.run([recorder])
+    recorder = Recorder(loop.reward_learning.reward_trainer)
+    loop.iterate([recorder])
     rows = recorder.rows
     # Each round samples ceil(oversampling * 2 * n * fragment_length) transitions for its n pairs.
     assert loop.source.asked == [math.ceil(1.5 * 2 * n * 5) for n in (6, 4, 4)]
     # Half the queries (even ids) are answered; the rest stay pending, across rounds.
     assert [r["comparisons"] for r in rows] == [3, 5, 7]
     assert [r["pending"] for r in rows] == [3, 5, 7]
-    assert loop.gatherer.pending_ids.tolist() == [1, 3, 5, 7, 9, 11, 13]
-    assert loop.dataset.ids.tolist() == [0, 2, 4, 6, 8, 10, 12]
+    assert loop.reward_learning.gatherer.pending_ids.tolist() == [1, 3, 5, 7, 9, 11, 13]
+    assert loop.reward_learning.dataset.ids.tolist() == [0, 2, 4, 6, 8, 10, 12]
     # Callbacks hear of each batch of labels before the reward trains on it, and get each round's result.
-    assert loop.reward_trainer.events == ["labels [0, 2, 4]", "train on 3", "labels [6, 8]", "train on 5",
-                                          "labels [10, 12]", "train on 7"]
+    assert loop.reward_learning.reward_trainer.events == [
+        "labels [0, 2, 4]", "train on 3", "labels [6, 8]", "train on 5",
+        "labels [10, 12]", "train on 7"]
     assert [r.answers.ids.tolist() for r in recorder.results] == [[0, 2, 4], [6, 8], [10, 12]]
     assert [len(r.sampled) for r in recorder.results] == [math.ceil(n / 50) for n in loop.source.asked]
     # The initial epoch multiplier applies in round 0 only.
-    assert loop.reward_trainer.multipliers == [7, 1.0, 1.0]
+    assert loop.reward_learning.reward_trainer.multipliers == [7, 1.0, 1.0]
     # Cumulative targets 334, 667, 1000: what round 0 could not fit in whole rollouts, round 1 asks for.
     assert agent.asked == [334, 667 - 300, 1000 - 600]
     assert [r["timesteps"] for r in rows] == [300, 600, 1000]
@@ -146,7 +148,7 @@ def test_rounds_follow_the_schedule_and_carry_timesteps_over():
 def test_a_source_without_agent_trains_only_the_reward():
     loop = make_loop(NoAgent(), total_timesteps=0)
     recorder = Recorder()
-    loop.run([recorder])
+    loop.iterate([recorder])
     final = recorder.rows[-1]
     assert loop.timesteps == 0 and final["timesteps"] == 0 and "true_return_mean" not in final
     assert "time_agent_training_s" not in final and "reward_loss" in final
@@ -155,9 +157,9 @@ def test_a_source_without_agent_trains_only_the_reward():
 def test_the_ceiling_trains_only_the_agent_in_the_same_rounds():
     agent = FakeAgent()
     source = FakeSource(agent)
-    loop = AgentRounds(source, num_rounds=3, total_timesteps=1000)
+    loop = Loop(source, RewardLearning(), num_rounds=3, total_timesteps=1000)
     recorder = Recorder()
-    loop.run([recorder])
+    loop.iterate([recorder])
     assert agent.asked == [334, 667 - 300, 1000 - 600] and source.asked == []
     assert [r["comparisons"] for r in recorder.rows] == [0, 0, 0]
     assert [r["timesteps"] for r in recorder.rows] == [300, 600, 1000]
@@ -166,12 +168,13 @@ def test_the_ceiling_trains_only_the_agent_in_the_same_rounds():
 
 def test_max_dataset_size_holds_inside_the_loop():
     loop = make_loop(FakeAgent(), comparisons=(10, 10, 10), max_size=8)
-    loop.run()
-    assert len(loop.dataset) == 8 and loop.dataset.ids.tolist() == list(range(14, 30, 2))
+    loop.iterate()
+    dataset = loop.reward_learning.dataset
+    assert len(dataset) == 8 and dataset.ids.tolist() == list(range(14, 30, 2))
 
 
 def test_a_pickled_loop_continues_as_the_original():
-    # The save contract: a checkpoint is the loop pickled whole (rlhp.checkpoints).
+    # The save contract: a checkpoint is the loop pickled whole (rlhp.experiment.checkpoints).
     original = make_loop(FakeAgent(), seed=0)
     original.round()
     copy = pickle.loads(pickle.dumps(original))
@@ -181,18 +184,18 @@ def test_a_pickled_loop_continues_as_the_original():
     b = copy.round().metrics
     drop = {k for k in a if k.startswith("time_") or k == "wall_s"}
     assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
-    np.testing.assert_array_equal(original.dataset.labels, copy.dataset.labels)
-    assert original.gatherer.pending_ids.tolist() == copy.gatherer.pending_ids.tolist()
+    np.testing.assert_array_equal(original.reward_learning.dataset.labels, copy.reward_learning.dataset.labels)
+    assert original.reward_learning.gatherer.pending_ids.tolist() == copy.reward_learning.gatherer.pending_ids.tolist()
     assert copy.iteration == 2 and copy.source.agent.asked == [334, 367]
 
 
 def test_every_round_hands_the_trainer_ratio_times_the_labelled_pairs_unlabelled_from_its_own_sample():
     loop = make_loop(FakeAgent(), comparisons=(6, 0, 4))
     remembered = []
-    loop.reward_trainer.pseudo_labels = PseudoLabels(ratio=3)
-    loop.reward_trainer.remember_unlabelled = lambda pairs: remembered.append(pairs)
+    loop.reward_learning.reward_trainer.pseudo_labels = PseudoLabels(ratio=3)
+    loop.reward_learning.reward_trainer.remember_unlabelled = lambda pairs: remembered.append(pairs)
     recorder = Recorder()
-    loop.run([recorder])
+    loop.iterate([recorder])
     # Round 0: 3 x (0 labelled + 6 asked); round 1, which asks for none, 3 x 3; round 2: 3 x (3 + 4).
     assert [len(p) for p in remembered] == [18, 9, 21]
     # Each samples as for the pairs it asks for, or as many as are labelled when that is more.

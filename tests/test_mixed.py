@@ -12,12 +12,13 @@ from test_annotate import publish
 from rlhp.data import trajectories_to_dataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError
-from rlhp.feedback import HumanGatherer, MixedGatherer, SyntheticGatherer
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
+from rlhp.feedback import MixedGatherer, SyntheticGatherer
+from rlhp.human.gatherer import HumanGatherer
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import RewardNet
-from rlhp.rollout import rollout
 from rlhp.sources import DemoSource
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 
 def test_demonstration_pairs_are_ranked_and_every_pair_with_an_agent_fragment_goes_to_the_teacher():

@@ -35,7 +35,7 @@ def killer(*args, **kwargs):
     return original(*args, **kwargs)
 setattr(owner, path[-1], killer)
 sys.argv = ["rlhp-train", *sys.argv[4:]]
-from rlhp.cli import train_main
+from rlhp.experiment.cli import train_main
 train_main()
 """
 
@@ -43,10 +43,10 @@ MOMENTS = {
     "between gathering and reward training (round 2)": ("rlhp.training", "RewardTrainer.train", 3),
     "inside a checkpoint write (round 2, after reward_net.pt)": ("torch", "save", 8),
     "before agent training (round 3)": ("rlhp.sources.agent", "AgentTrainer.train", 4),
-    "before round 1's trajectory shard": ("rlhp.callbacks", "TrajectoryWriter.__call__", 2),
+    "before round 1's trajectory shard": ("rlhp.experiment.callbacks", "TrajectoryWriter.__call__", 2),
     "before round 3's metrics row": ("rlhp.runs.metrics", "MetricsCSV.append", 4),
-    "between a checkpoint and pruning (round 4)": ("rlhp.callbacks", "prune_checkpoints", 5),
-    "during the final evaluation": ("rlhp.run", "evaluate", 1),
+    "between a checkpoint and pruning (round 4)": ("rlhp.experiment.callbacks", "prune_checkpoints", 5),
+    "during the final evaluation": ("rlhp.experiment.train", "evaluate", 1),
 }
 
 

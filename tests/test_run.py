@@ -4,25 +4,28 @@ import pytest
 from helpers import composed
 
 from rlhp.errors import ConfigError
-from rlhp.launch import Launch
-from rlhp.run import train
+from rlhp.experiment.launch import Launch
+from rlhp.experiment.train import optimized_value, train
 from rlhp.runs import RunFolder
 
 
-def test_train_returns_the_final_true_return_and_says_so(tmp_path):
-    value = train(composed("train", ["debug=fast", "logger=none"]), Launch(tmp_path))
+def test_train_returns_the_final_evaluation_and_the_last_round_and_says_so(tmp_path):
+    returned = train(composed("train", ["debug=fast", "logger=none"]), Launch(tmp_path))
     run = RunFolder(tmp_path)
     result = run.evaluation()
+    value = optimized_value(returned)
     assert result["optimized_metric"] == {"name": "true_return_mean", "value": value}
     assert value == result["true_return_mean"]
+    assert {k: v for k, v in returned.items() if k != "last_round"} == result
     rows = run.metrics()
+    assert returned["last_round"] == pytest.approx(rows[-1])
     assert [r["iteration"] for r in rows] == [0, 1, 2] and rows[-1]["timesteps"] == 2048
     assert [p.name for p in run.checkpoints()] == ["iter_0000", "iter_0001", "iter_0002"]
 
 
 def test_optimized_metric_may_name_a_round_metric_and_every_key_reaches_the_csv(tmp_path):
-    value = train(composed("train", ["debug=fast", "logger=none", "reward_trainer.val_split=0.25",
-                                     "optimized_metric=val_loss"]), Launch(tmp_path))
+    value = optimized_value(train(composed("train", ["debug=fast", "logger=none", "reward_trainer.val_split=0.25",
+                                                     "optimized_metric=val_loss"]), Launch(tmp_path)))
     rows = RunFolder(tmp_path).metrics()
     assert value == pytest.approx(rows[-1]["val_loss"])
     for key in ("val_loss", "val_accuracy", "weight_decay", "gt_reward_accuracy", "label_entropy",
@@ -31,6 +34,16 @@ def test_optimized_metric_may_name_a_round_metric_and_every_key_reaches_the_csv(
         assert key in rows[0], key
     # Round 0's agent finishes no episode of 500 steps in 683 steps: the column exists, its cell is blank.
     assert rows[0]["true_return_mean"] is None and rows[-1]["true_return_mean"] is not None
+
+
+def test_the_optimized_metric_needs_no_callback(tmp_path):
+    # The metric comes from the loop in memory, not from the file of the metrics_csv callback.
+    returned = train(composed("train", ["debug=fast", "logger=none", "callbacks=[progress]",
+                                        "optimized_metric=reward_loss"]), Launch(tmp_path))
+    assert not (tmp_path / "metrics.csv").exists()
+    loss = returned["last_round"]["reward_loss"]
+    assert 0 < loss < 10 and optimized_value(returned) == loss
+    assert RunFolder(tmp_path).evaluation()["optimized_metric"] == {"name": "reward_loss", "value": loss}
 
 
 @pytest.mark.parametrize(("overrides", "message"), [

@@ -35,7 +35,7 @@ def test_a_run_folder_reads_without_importing_the_loop(tmp_path):
     code = ("import sys; from rlhp.runs import RunFolder; run = RunFolder(sys.argv[1]); "
             "print(run.config().seed, run.metrics()[0]['comparisons'], run.evaluation()['reward_correlation'], "
             "[p.name for p in run.checkpoints()]); "
-            "heavy = [m for m in ('rlhp.loop', 'rlhp.run', 'torch', 'stable_baselines3', 'datasets') "
+            "heavy = [m for m in ('rlhp.loop', 'rlhp.experiment.train', 'torch', 'stable_baselines3', 'datasets') "
             "if m in sys.modules]; "
             "assert not heavy, heavy")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
@@ -44,13 +44,15 @@ def test_a_run_folder_reads_without_importing_the_loop(tmp_path):
 
 
 def test_training_never_imports_the_web_server_and_the_server_never_imports_training():
-    code = ("import sys; import rlhp.run, rlhp.compose, rlhp.feedback; "
-            "server = [m for m in ('rlhp.annotate', 'rlhp.annotate.app', 'fastapi', 'uvicorn') if m in sys.modules]; "
+    code = ("import sys; import rlhp.experiment.train, rlhp.experiment.compose, rlhp.feedback; "
+            "server = [m for m in ('rlhp.human.server', 'rlhp.human.server.app', 'fastapi', 'uvicorn') "
+            "if m in sys.modules]; "
             "assert not server, server; "
-            "import rlhp.annotate.app")
+            "import rlhp.human.server.app")
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    code = ("import sys; import rlhp.annotate.app, rlhp.annotate.server; "
-            "training = [m for m in ('rlhp.loop', 'rlhp.run', 'rlhp.compose', 'rlhp.training', 'stable_baselines3') "
+    code = ("import sys; import rlhp.human.server.app, rlhp.human.server.serve; "
+            "training = [m for m in ('rlhp.loop', 'rlhp.experiment.train', 'rlhp.experiment.compose', 'rlhp.training', "
+            "'rlhp.human.gatherer', 'rlhp.human.querent', 'stable_baselines3') "
             "if m in sys.modules]; assert not training, training")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]

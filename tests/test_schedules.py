@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlhp.schedules import Constant, Hyperbolic, InverseQuadratic, apportion, comparison_schedule
+from rlhp.loop.schedules import Constant, Hyperbolic, InverseQuadratic, apportion, comparison_schedule
 
 
 def test_apportion_largest_remainder_by_hand():

@@ -13,11 +13,11 @@ import rlhp.sources.agent as agent_module
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError, RunError
-from rlhp.exploration import StateEntropyReward
-from rlhp.policies import GaussianActionNoise, random_policy
 from rlhp.rewards import EnvReward, RewardNet
-from rlhp.rollout import rollout
 from rlhp.sources import AgentTrainer, DatasetSource
+from rlhp.sources.exploration import StateEntropyReward
+from rlhp.sources.policies import GaussianActionNoise, random_policy
+from rlhp.sources.rollout import rollout
 
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
 

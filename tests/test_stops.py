@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from rlhp.stops import StopRequest, interrupts_held
+from rlhp.experiment.stops import StopRequest, interrupts_held
 
 
 @pytest.fixture(autouse=True)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from helpers import composed
 
-from rlhp.compose import compose
-from rlhp.config import build
 from rlhp.envs import GymEnv
 from rlhp.envs.tasks import Backflip
 from rlhp.errors import ConfigError
+from rlhp.experiment.compose import compose
+from rlhp.experiment.config import build
 
 pytest.importorskip("mujoco")
 

@@ -16,10 +16,10 @@ from rlhp.demos.bc import BehaviourCloning
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, RankedGatherer
-from rlhp.fragments import RandomFragmenter
-from rlhp.policies import random_policy
-from rlhp.rollout import rollout
+from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.sources import DatasetSource
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
 
 
 def ranked(ranks: list[float | None], length: int = 30) -> list:

@@ -12,11 +12,11 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import set_random_seed
 from tqdm.auto import tqdm
 
-from rlhp.config import build
 from rlhp.data.hub import open_trajectories
 from rlhp.errors import ConfigError
-from rlhp.evaluation import policy_return
-from rlhp.launch import Launch
+from rlhp.experiment.config import build
+from rlhp.experiment.evaluation import policy_return
+from rlhp.experiment.launch import Launch
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder, write_json
 

@@ -26,8 +26,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from rlhp.data.hub import is_repo_id
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, DataError, NetworkError
-from rlhp.policies import Policy
 from rlhp.sources.domains import check_domains
+from rlhp.sources.policies import Policy
 
 log = logging.getLogger(__name__)
 

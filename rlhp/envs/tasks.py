@@ -2,7 +2,7 @@
 
 The task is part of the env, so that everything that speaks of the true reward agrees on it: the synthetic
 teacher prefers it, the final evaluation and the reward correlation measure it, and the true-reward ceiling
-(``feedback=true_reward``) trains the same agent on it. A behaviour's reward is computed from the env's own
+(``reward_learning=none``) trains the same agent on it. A behaviour's reward is computed from the env's own
 state, read after reset and after each step (:meth:`Behaviour.measure`), so it may use what the observation
 leaves out (a MuJoCo body's position, its full rotation).
 """

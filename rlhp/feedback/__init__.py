@@ -1,11 +1,11 @@
-"""Feedback: querents publish fragment pairs as queries, gatherers return the labelled ones."""
+"""Feedback: querents give fragment pairs ids as queries, gatherers return the labelled ones (synthetic,
+ranked and mixed teachers; people are in :mod:`rlhp.human`)."""
 
 from rlhp.feedback.gatherer import Answers, OracleGatherer, PreferenceGatherer
-from rlhp.feedback.human import HumanGatherer
 from rlhp.feedback.mixed import MixedGatherer
-from rlhp.feedback.querent import Querent, WebQuerent
+from rlhp.feedback.querent import Querent
 from rlhp.feedback.ranked import RankedGatherer
 from rlhp.feedback.synthetic import SyntheticGatherer
 
-__all__ = ["Answers", "HumanGatherer", "MixedGatherer", "OracleGatherer", "PreferenceGatherer", "Querent",
-           "RankedGatherer", "SyntheticGatherer", "WebQuerent"]
+__all__ = ["Answers", "MixedGatherer", "OracleGatherer", "PreferenceGatherer", "Querent", "RankedGatherer",
+           "SyntheticGatherer"]

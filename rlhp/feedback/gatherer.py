@@ -61,6 +61,10 @@ class PreferenceGatherer(ABC):
     def num_pending(self) -> int:
         """Queries added and not yet answered."""
 
+    def counters(self) -> dict[str, int]:
+        """What a checkpoint's ``state.json`` says of it: the queries still pending."""
+        return {"pending_queries": self.num_pending()}
+
     def decline(self, ids: np.ndarray) -> None:
         """Queries the querent published that another teacher answers (see :class:`MixedGatherer`): a
         gatherer that finds published queries by itself must not wait for these (nothing to do here)."""

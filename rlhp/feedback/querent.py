@@ -1,45 +1,13 @@
-"""Querents: turn fragment pairs into identified queries, and publish them where people see them."""
+"""Querents: turn fragment pairs into identified queries (the web querent, which publishes them where people
+see them, is :class:`rlhp.human.querent.WebQuerent`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlhp.data import FragmentPairs
-from rlhp.envs import GymEnv
-from rlhp.errors import ArgumentError
-from rlhp.feedback.clips import ClipRenderer
-from rlhp.feedback.prefetch import ClipPrefetcher, DrawOnPublish
-from rlhp.runs import RunFolder
-from rlhp.runs.queries import QueryStore
-
-INSTRUCTION_FILES = (".md", ".markdown", ".txt")
-"""Endings that make ``instructions`` a file to read rather than the text itself."""
-MAX_INSTRUCTIONS = 20_000
-"""Most characters of instructions: a page of text is what a person reads before labelling."""
-
-
-def read_instructions(instructions: str) -> str:
-    """The instructions' text: ``instructions`` itself, or the file it names (one line ending in
-    :data:`INSTRUCTION_FILES`); refused, by key, when that file is missing, unreadable or too long."""
-    if not isinstance(instructions, str):
-        raise ArgumentError("instructions", f"must be text or a file name, got {instructions!r}")
-    text = instructions.strip()
-    if "\n" not in text and text.lower().endswith(INSTRUCTION_FILES):
-        path = Path(text).expanduser()
-        if not path.is_file():
-            raise ArgumentError("instructions", f"names {text!r}, which is not a file (give the text itself or "
-                                "the path of a .md or .txt file)")
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as err:
-            raise ArgumentError("instructions", f"{text!r} cannot be read as UTF-8 text: {err}") from None
-    if len(text) > MAX_INSTRUCTIONS:
-        raise ArgumentError("instructions", f"are {len(text):,} characters; at most {MAX_INSTRUCTIONS:,}, a page a "
-                            "person reads before labelling")
-    return text
 
 
 class Querent:
@@ -59,71 +27,6 @@ class Querent:
         self.next_id += len(pairs)
         return ids
 
-
-class WebQuerent(Querent):
-    """Renders each query's two clips into the run's ``media/`` and publishes the query in its
-    ``queries.sqlite``, where the annotation server finds it.
-
-    Args:
-        env: the run's env (its frames are drawn again from the fragments' observations).
-        run_dir: the run folder.
-        labels_per_query: different people asked for each query; their labels are averaged.
-        width: clip width in pixels.
-        fps: clip frames per second (None: the env's own).
-        instructions: what people are asked to judge, shown above the clips and kept with each label: Markdown
-            text, or the path of a ``.md`` or ``.txt`` file that holds it (read now, so the run keeps the text).
-            Empty: the task's own (``env.task``: a backflip says what a backflip is), else the page asks which
-            clip does the task better.
-        prefetch: where clips are slow to draw (MuJoCo), they are drawn in the background, newest first, this
-            many ahead of the people labelling (:mod:`rlhp.feedback.prefetch`); a query is handed out only once
-            drawn. Other clips are drawn when their queries are published.
-    """
-
-    publishes = True
-
-    def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
-                 fps: float | None = None, instructions: str = "", prefetch: int = 6) -> None:
-        super().__init__()
-        self.instructions = read_instructions(instructions) or env.task.instructions
-        if labels_per_query < 1:
-            raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
-        if width < 16 or width % 2:
-            raise ArgumentError("width", f"must be an even number of pixels >= 16, got {width}")
-        self.run = RunFolder(run_dir)
-        self.store = QueryStore(self.run.queries_db)
-        self.labels_per_query = labels_per_query
-        if prefetch < 1:
-            raise ArgumentError("prefetch", f"must be at least 1, got {prefetch}")
-        self.prefetch = prefetch
-        self._start_drawing(ClipRenderer(env, width=width, fps=fps))
-
-    def _start_drawing(self, renderer: ClipRenderer) -> None:
-        self.renderer = renderer
-        self.needs_states = renderer.drawer.needs_states
-        self.drawing = ClipPrefetcher(self.store, renderer, self.run.media_dir, self.prefetch) \
-            if renderer.drawer.slow else DrawOnPublish(renderer, self.run.media_dir)
-
-    def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
-        """Render, store and publish the queries; return their ids."""
-        # After a resume the store may hold queries published after the checkpoint: never reuse their ids.
-        self.next_id = max(self.next_id, self.store.max_id() + 1)
-        ids = super().__call__(pairs, round_)
-        names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
-        self.drawing.publishing(pairs, names)
-        self.store.publish(ids, round_, names, pairs, self.labels_per_query, self.instructions,
-                           drawn=self.drawing.drawn_when_published)
-        self.drawing.published()
-        return ids
-
-    def __getstate__(self) -> dict[str, Any]:
-        # The renderer holds a live env; a checkpoint keeps what builds it again.
-        state = dict(self.__dict__)
-        renderer = state.pop("renderer")
-        state.pop("drawing")  # it may hold a thread of this process; the next publish starts one again
-        state["_renderer_args"] = (renderer.env_config, renderer.width, renderer.fps)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        env, width, fps = state.pop("_renderer_args")
-        self.__dict__.update({"prefetch": 6, **state})  # a checkpoint from before lazy drawing
-        self._start_drawing(ClipRenderer(env, width=width, fps=fps))
+    def counters(self) -> dict[str, Any]:
+        """What a checkpoint's ``state.json`` says of it: the next query's id."""
+        return {"next_query_id": self.next_id}

@@ -3,7 +3,7 @@
 Reads only what runs wrote (``.hydra/``, ``metrics.csv``, ``eval.json``); imports no training code.
 """
 
-from rlhp.report.runs import Run, find_runs
+from rlhp.report.folders import Run, find_runs
 from rlhp.report.writer import write_report
 
 __all__ = ["Run", "find_runs", "write_report"]

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rlhp.report.runs import Run  # noqa: E402
+from rlhp.report.folders import Run  # noqa: E402
 from rlhp.report.stats import mean_ci  # noqa: E402
 
 

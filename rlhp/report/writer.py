@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
+from rlhp.report.folders import Run, find_runs, swept_keys
 from rlhp.report.plots import plot_curves, plot_effect
-from rlhp.report.runs import Run, find_runs, swept_keys
 from rlhp.report.stats import mean_ci
 
 CURVES = [  # (x, y, title)

@@ -108,7 +108,7 @@ class RunFolder:
 
     @property
     def queries_db(self) -> Path:
-        """Human queries, their leases and answers (SQLite, see :class:`~rlhp.runs.queries.QueryStore`)."""
+        """Human queries, their leases and answers (SQLite, see :class:`~rlhp.human.store.QueryStore`)."""
         return self.path / "queries.sqlite"
 
     @property

@@ -15,13 +15,13 @@ from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
-from rlhp.exploration import StateEntropyReward
-from rlhp.policies import GaussianActionNoise, mixed_policy
 from rlhp.rewards import AgentReward
-from rlhp.rollout import rollout
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
 from rlhp.sources.domains import check_buffer_memory, check_domains, check_rollout_batch
+from rlhp.sources.exploration import StateEntropyReward
+from rlhp.sources.policies import GaussianActionNoise, mixed_policy
 from rlhp.sources.reward_env import RewardVecEnvWrapper
+from rlhp.sources.rollout import rollout
 
 RELABEL_BYTES = 2**28
 """The most float input (observations and next observations) one relabelling pass of a replay buffer builds."""
@@ -42,7 +42,8 @@ class AgentTrainer(TrajectorySource, Agent):
         unsupervised_steps: PEBBLE's pre-training: before the first sample, train this many env steps on
             a state-entropy reward (extra steps beside ``total_timesteps``), so the first queries see
             varied behaviour; an off-policy agent's buffer is relabelled at the first reward update.
-        entropy_k: the neighbour whose distance is that reward (see :class:`~rlhp.exploration.StateEntropyReward`).
+        entropy_k: the neighbour whose distance is that reward (see
+            :class:`~rlhp.sources.exploration.StateEntropyReward`).
         max_episode_steps: cut the agent's training and sampled episodes at this many steps (None: the env's
             own limit); evaluation keeps the env's limit. Shorter episodes start more often in the same
             timesteps, and on a fixed horizon only an episode's start shows how long the agent lasts.

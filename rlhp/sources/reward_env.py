@@ -11,7 +11,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlhp.data import TrajectoryRecorder
 from rlhp.rewards import AgentReward
-from rlhp.rollout import next_observations, terminations
+from rlhp.sources.rollout import next_observations, terminations
 
 
 class RewardVecEnvWrapper(VecEnvWrapper):

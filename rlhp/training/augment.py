@@ -38,8 +38,8 @@ class TemporalCrop:
 
     def __init__(self, max_shorten: int = 5) -> None:
         if max_shorten < 1:
-            raise ArgumentError("max_shorten", f"must be at least 1 (crop=whole scores whole fragments), "
-                                f"got {max_shorten}")
+            raise ArgumentError("max_shorten", "must be at least 1 (reward_trainer/crop=whole scores whole "
+                                f"fragments), got {max_shorten}")
         self.max_shorten = max_shorten
 
     def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:

@@ -72,7 +72,8 @@ class PseudoLabels:
         if not 0 < weight < math.inf:
             raise ArgumentError("weight", f"must be a positive finite number, got {weight}")
         if ratio < 1:
-            raise ArgumentError("ratio", f"must be at least 1 (pseudo_labels=none draws none), got {ratio}")
+            raise ArgumentError("ratio", "must be at least 1 (reward_trainer/pseudo_labels=none draws none), "
+                                f"got {ratio}")
         self.threshold, self.weight, self.ratio = threshold, weight, ratio
 
     def label(self, returns: torch.Tensor, clip: float) -> PseudoLabelled:

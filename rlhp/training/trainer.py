@@ -9,13 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.data.torch_files import save_torch
 from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
@@ -125,6 +127,13 @@ class RewardTrainer:
         self.crop, self.pseudo_labels, self.label_filter = crop, pseudo_labels, label_filter
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+
+    def save(self, folder: Path, net_config: dict[str, Any]) -> None:
+        """Write ``reward_net.pt`` (the net's weights and ``net_config``, the config that built it) and
+        ``trainer.pt`` (the optimiser, and torch's random state) into ``folder``."""
+        save_torch({"state_dict": self.net.state_dict(), "config": net_config}, folder / "reward_net.pt")
+        save_torch({"optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
+                   folder / "trainer.pt")
 
     def unlabelled_wanted(self, labelled: int) -> int:
         """Unlabelled pairs to keep beside a dataset of ``labelled`` pairs (0 without pseudo-labels)."""

@@ -1,0 +1,249 @@
+"""Console entry points. The configs ship inside the package (``rlhp/conf/``), so any install finds them."""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from rlhp.errors import ConfigError, RlhpError, StorageError
+from rlhp.experiment.launch import Launch
+from rlhp.logs import FILE_ONLY
+from rlhp.runs import RunFolder
+
+# Errors of the disk, not of rlhp: reported as a StorageError naming the path.
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+
+
+def storage_error(err: OSError, folder: str) -> StorageError | None:
+    """The :class:`StorageError` for a failed write under ``folder``, or None for other OS errors."""
+    if err.errno not in _STORAGE_ERRNOS and "No space left" not in str(err):
+        return None
+    where = err.filename or folder
+    return StorageError(f"cannot write {str(where)!r}: {err.strerror or err}; free space or choose another "
+                        "folder (hydra.run.dir=...); a resumed run continues from the last checkpoint")
+
+
+def _refuse(error: RlhpError | None, command: str) -> None:
+    """End in one line with the error's exit code, if there is an error."""
+    if error is not None:
+        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+
+
+class OutputFolderCheck(Callback):
+    """Hydra callback: a run folder that cannot be created or written fails in one line, before Hydra
+    sets up logging there (which would end in a traceback)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check ``hydra.run.dir``."""
+        self._check(config.hydra.run.dir, config.hydra.job.name)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check ``hydra.sweep.dir``."""
+        self._check(config.hydra.sweep.dir, config.hydra.job.name)
+
+    @staticmethod
+    def _check(folder: str, job: str) -> None:
+        probe = Path(folder) / ".rlhp-write-check"
+        try:
+            probe.parent.mkdir(parents=True, exist_ok=True)
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as err:
+            _refuse(storage_error(err, folder) or StorageError(f"cannot write {folder!r}: {err}"), f"rlhp-{job}")
+
+
+class InputCheck(Callback):
+    """Hydra callback: an input path (a dataset, a model) that is missing or of the wrong kind is refused in
+    one line before Hydra makes the run folder (:mod:`rlhp.experiment.inputs`)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the run's inputs."""
+        self._check(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the inputs the sweep's base config names (a swept path is checked by its job)."""
+        self._check(config)
+
+    @staticmethod
+    def _check(config: DictConfig) -> None:
+        from rlhp.experiment.inputs import check_inputs  # imported here so that --help answers without loading torch
+
+        try:
+            check_inputs(config)
+        except RlhpError as err:
+            _refuse(err, f"rlhp-{config.hydra.job.name}")
+
+
+def _launch() -> Launch:
+    """What Hydra's runtime says of this launch (the entry points alone read it)."""
+    hydra_cfg = HydraConfig.get()
+    sweep = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else None
+    return Launch(Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task),
+                  dict(hydra_cfg.runtime.choices), sweep)
+
+
+def _run(command: str, fn: Callable[[DictConfig, Launch], object], cfg: DictConfig) -> object:
+    """Run ``fn``; an rlhp error ends with one clear line and its own exit code, not a traceback."""
+    logging.raiseExceptions = False  # a full disk must not print a traceback for every log line
+    try:
+        try:
+            return fn(cfg, _launch())
+        except OSError as err:
+            raise storage_error(err, HydraConfig.get().runtime.output_dir) or err from err
+    except RlhpError as err:
+        _leaving()
+        logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
+        _refuse(err, command)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
+        _leaving()
+        logging.getLogger("rlhp").error("interrupted", extra=FILE_ONLY)
+        print(f"\n{command}: interrupted; the last checkpoint is kept", file=sys.stderr)
+        sys.exit(130)
+
+
+EXTRAS = {
+    "hparams_search=": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
+    "hydra/sweeper=optuna": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
+    "hydra/launcher=ray": ("hydra_plugins.hydra_ray_launcher", "ray", "Hydra's Ray launcher"),
+    "env=atari": ("ale_py", "atari", "the Atari games"),
+    "env=minatar": ("minatar", "minatar", "the MinAtar games"),
+}
+"""Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def missing_extra(overrides: list[str]) -> ConfigError | None:
+    """The config error for the first override whose feature needs an extra that is not installed."""
+    for override in overrides:
+        key = override.lstrip("+~")
+        for prefix, (module, extra, what) in EXTRAS.items():
+            if key.startswith(prefix) and not _installed(module):
+                return ConfigError(prefix.split("=")[0], f"needs {what}, which comes with an extra: "
+                                   f"pip install 'rlhp[{extra}]'")
+    return None
+
+
+def unreadable_override(argv: list[str]) -> ConfigError | None:
+    """The config error for the first override that Hydra's grammar cannot read, naming it: Hydra's own message
+    says what it met but not in which override."""
+    parser = OverridesParser.create()
+    for override in argv:
+        if override.startswith("-") or not ("=" in override or override.startswith("~")):
+            continue  # a flag (-m, --cfg), or a flag's value (--cfg job)
+        try:
+            parser.parse_overrides([override])
+        except OverrideParseException as err:
+            problem = str(err).splitlines()[0]
+            return ConfigError(override, f"cannot be read ({problem}); quote a value that holds '=', brackets, "
+                               "commas or spaces (key='a=b')", noun="override")
+    return None
+
+
+MOVED_GROUPS = {
+    "crop": ("reward_trainer/crop", "reward_trainer/crop=temporal"),
+    "pseudo_labels": ("reward_trainer/pseudo_labels", "reward_trainer/pseudo_labels=surf"),
+    "label_filter": ("reward_trainer/label_filter", "reward_trainer/label_filter=contradicted"),
+    "feedback": ("reward_learning", "reward_learning=none for the ceiling, or reward_learning=preferences"),
+}
+"""Config groups that moved, by their old name: where they are now, and an example."""
+
+
+def moved_group(argv: list[str]) -> ConfigError | None:
+    """The config error for an override of a group by its old name (``crop=temporal``), naming the new key."""
+    for override in argv:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if "=" in override and key in MOVED_GROUPS:
+            new, example = MOVED_GROUPS[key]
+            return ConfigError(key, f"is now the group {new}, which configures the part it belongs to: write "
+                               f"{example}")
+    return None
+
+
+def _leaving() -> None:
+    """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def train_main() -> None:
+    """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-train")
+    _refuse(moved_group(sys.argv[1:]), "rlhp-train")
+    _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
+    _refuse(_keep_run_record(sys.argv), "rlhp-train")
+    _train_main()
+
+
+def _override(argv: list[str], key: str) -> str | None:
+    """The value of the last ``key=value`` override on the command line, if any."""
+    values = [a.split("=", 1)[1] for a in argv[1:] if a.lstrip("+").startswith(f"{key}=")]
+    return values[-1] if values else None
+
+
+def _keep_run_record(argv: list[str]) -> RlhpError | None:
+    """Before Hydra makes or writes anything: refuse ``resume=`` of a folder that holds no run, and keep the
+    record (``.hydra/``) of a run folder that a launch continues, so a refused launch leaves it as it was."""
+    resume = _override(argv, "resume")
+    if resume is not None:
+        folder = RunFolder(resume)
+        if not folder.path.is_dir():
+            return ConfigError("resume", f"is {resume!r}, which is not a folder; give the folder of a run")
+        if not folder.config_yaml.is_file():
+            return ConfigError("resume", f"is {resume!r}, which holds no rlhp run (no .hydra/config.yaml)")
+    target = resume or _override(argv, "hydra.run.dir")
+    if target is not None and RunFolder(target).config_yaml.is_file():
+        argv.append("hydra.output_subdir=null")  # the run's own record stays; rlhp-train keeps it
+    return None
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="train")
+def _train_main(cfg: DictConfig) -> float:
+    from rlhp.experiment.train import optimized_value, train  # here, so that --help answers without loading torch
+
+    return optimized_value(_run("rlhp-train", train, cfg))
+
+
+def bc_main() -> None:
+    """``rlhp-bc``: behavioural cloning alone, as configured in ``rlhp/conf/bc.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-bc")
+    _bc_main()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="bc")
+def _bc_main(cfg: DictConfig) -> float:
+    from rlhp.demos.bc import clone
+
+    return _run("rlhp-bc", clone, cfg)["bc_true_return_mean"]
+
+
+def collect_main() -> None:
+    """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""
+    _refuse(unreadable_override(sys.argv[1:]), "rlhp-collect")
+    _collect_main()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="collect")
+def _collect_main(cfg: DictConfig) -> float:
+    from rlhp.demos.collect import collect
+
+    return _run("rlhp-collect", collect, cfg)["return_mean"]

@@ -1,0 +1,110 @@
+"""The builder: every part of a run from its config, with no global state (no Hydra runtime needed).
+
+``compose(cfg)`` validates the config, then hands it to the function its ``reward_learning`` option names:
+:func:`preference_learning` (a reward learned from preferences, the default) or :func:`true_reward` (the
+ceiling: the same agent on the env's own reward, which builds no querent, gatherer or reward trainer). Both
+return one :class:`~rlhp.loop.Loop`; they differ in its reward-learning part.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.utils import set_random_seed
+
+from rlhp.data import PreferenceDataset
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError
+from rlhp.experiment.config import build, validate_train
+from rlhp.loop import Loop, PreferenceLearning, RewardLearning
+from rlhp.loop.schedules import comparison_schedule
+from rlhp.rewards import AgentReward, EnvReward
+from rlhp.sources import TrajectorySource
+
+
+def compose(cfg: DictConfig, run_dir: Path | None = None) -> Loop:
+    """The run's loop with every part built (the config validated first); parts that write into the run
+    folder (a web querent) are given ``run_dir``."""
+    validate_train(cfg)
+    set_random_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    env = build(cfg.env)
+    return hydra.utils.get_method(cfg.reward_learning._target_)(cfg, env, rng, run_dir)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is the GPU when torch sees one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
+
+
+def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:
+    """``reward_learning=preferences``: the agent learns on a reward model trained from preferences."""
+    horizon = env.horizon
+    if horizon is not None and cfg.fragment_length > horizon:
+        raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
+                          f"(time limit {horizon} steps, env.max_episode_steps or the env's own); lower it")
+    observation_space, action_space = env.spaces()
+    reward_net = build(cfg.reward_net, observation_space=observation_space,
+                       action_space=action_space).to(resolve_device(cfg.device))
+    context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
+    if run_dir is not None:
+        context["run_dir"] = run_dir
+    querent = build(cfg.querent, **context)
+    if querent.needs_states:  # before the source makes its env copies
+        env.record_states()
+    source = _source(cfg, env, rng, reward_net)
+    if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
+        raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "
+                          f"({type(source).__name__}) trains no agent to return a true return; use reward_correlation")
+    fragmenter, gatherer = (build(cfg[key], **context) for key in ("fragmenter", "gatherer"))
+    if gatherer.reads_published_queries and not querent.publishes:
+        # People see only what a publishing querent shows them; any other would leave them nothing to label.
+        raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
+                          f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
+    reward_trainer = build(cfg.reward_trainer, **context)
+    schedule = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+                                   build(cfg.query_schedule))
+    learning = PreferenceLearning(
+        source=source,
+        fragmenter=fragmenter,
+        querent=querent,
+        gatherer=gatherer,
+        dataset=PreferenceDataset(cfg.max_dataset_size, capacity=cfg.total_comparisons),
+        reward_trainer=reward_trainer,
+        reward_net_config=OmegaConf.to_container(cfg.reward_net, resolve=True),
+        schedule=schedule,
+        fragment_length=cfg.fragment_length,
+        transition_oversampling=cfg.transition_oversampling,
+        initial_epoch_multiplier=cfg.initial_epoch_multiplier,
+        allow_variable_horizon=cfg.allow_variable_horizon,
+    )
+    # A source that trains no agent gets no timesteps.
+    return Loop(source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
+
+
+def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:
+    """``reward_learning=none``: the same agent on the env's own reward, in the same rounds; nothing is queried."""
+    source = _source(cfg, env, rng, EnvReward())
+    if not source.agent.trains:
+        raise ConfigError("reward_learning", f"is none, which trains an agent on the env's reward, but the trajectory "
+                          f"source ({type(source).__name__}) trains none")
+    return Loop(source, RewardLearning(), cfg.num_iterations + 1, cfg.total_timesteps)
+
+
+def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: AgentReward) -> TrajectorySource:
+    return build(cfg.trajectories, algorithm=build(cfg.agent), env=env, reward=reward, seed=cfg.seed, rng=rng)
+
+
+def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
+    """One line saying what the composed run does (``choices``: the config options chosen)."""
+    if not loop.reward_learning.learns:
+        return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
+                f"{cfg.total_timesteps:,} timesteps, {loop.num_rounds} rounds")
+    return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
+            f"{cfg.total_timesteps:,} timesteps, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
+            "iterations")

@@ -1,0 +1,128 @@
+"""``train(cfg, launch)``: a run's lifecycle. Start (or resume from the run folder), run the rounds with
+their callbacks, evaluate, finish; the metrics come back in memory. The parts come from
+:func:`rlhp.experiment.compose.compose`."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import datasets
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlhp.demos.bc import clone_and_evaluate
+from rlhp.errors import ConfigError, RunError, Stopped
+from rlhp.experiment.checkpoints import RunRecord, latest_loadable
+from rlhp.experiment.compose import compose, describe
+from rlhp.experiment.config import build
+from rlhp.experiment.evaluation import evaluate, headline
+from rlhp.experiment.launch import Launch
+from rlhp.experiment.stops import StopRequest
+from rlhp.logs import CONSOLE
+from rlhp.loop import Loop
+from rlhp.runs import RunFolder, write_json
+
+log = logging.getLogger(__name__)
+
+
+def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
+    """Run as configured, in ``launch``'s run folder; return the final evaluation (``eval.json``: with
+    ``optimized_metric``, the name and value of the metric a sweeper optimises) and ``last_round``, the last
+    round's metrics."""
+    torch.set_num_threads(cfg.torch_threads)
+    datasets.disable_progress_bars()  # one bar, the loop's, is enough
+    run = RunFolder(launch.run_dir)
+    with run.lock():
+        loop, cfg, overrides = start_or_resume(run, cfg, launch.overrides)
+        log.info("rlhp-train: %s", describe(loop, cfg, launch.choices), extra=CONSOLE)
+        log.info("run folder: %s", run.path, extra=CONSOLE)
+        context = {"run": run, "env": build(cfg.env), "record": RunRecord(cfg, overrides)}
+        logger = build(cfg.logger)
+        callbacks = sorted([*(build(node, **context) for node in cfg.callbacks.values()), logger],
+                           key=lambda callback: callback.order)
+        logger.init_run(cfg, run.path, launch.identity)
+        try:
+            for callback in callbacks:
+                callback.start(loop)
+            with StopRequest() as stop, loop.session(stop=lambda: bool(stop)):
+                last_round = loop.iterate(callbacks, stop=lambda: bool(stop))
+            for callback in callbacks:
+                callback.end(loop)
+            if stop:
+                raise Stopped(f"{stop.signal.name} after round {loop.iteration - 1} of {loop.num_rounds}; the "
+                              f"checkpoint is saved: continue with `rlhp-train resume={run.path}`", stop.signal)
+            result = evaluate(loop, context["env"], cfg.evaluation.episodes, cfg.evaluation.correlation_steps,
+                              cfg.seed)
+            name = cfg.optimized_metric or ("true_return_mean" if "true_return_mean" in result
+                                            else "reward_correlation")
+            value = {**last_round, **result}.get(name)
+            result["optimized_metric"] = {"name": name, "value": value}
+            write_json(run.eval_json, result)
+            logger.summary(result)
+        except BaseException as err:
+            for callback in callbacks:
+                callback.close()
+            logger.finish(exit_code=130 if isinstance(err, Stopped | KeyboardInterrupt) else 1)
+            raise
+        for callback in callbacks:
+            callback.close()
+        logger.finish()
+    log.info("evaluation: %s; %s = %s (eval.json)", headline(result), name,
+             "n/a" if value is None else f"{value:.4g}", extra=CONSOLE)
+    return {**result, "last_round": last_round}
+
+
+def optimized_value(result: dict[str, Any]) -> float:
+    """The value of ``optimized_metric`` in :func:`train`'s result, for a sweeper (NaN where it has none)."""
+    value = result["optimized_metric"]["value"]
+    return math.nan if value is None else float(value)
+
+
+def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tuple[Loop, DictConfig, list[str]]:
+    """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
+    overrides it runs under. A folder that holds checkpoints resumes by itself when the config is the
+    same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved config."""
+    if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
+        raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
+    if run.finished():
+        raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
+                       "another folder")
+    found = latest_loadable(run)
+    if found is None:
+        if cfg.resume is not None:
+            raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
+        loop = compose(cfg, run.path)
+        run.write_record(cfg, overrides)  # a folder holding an older record keeps it until now
+        if cfg.get("pretrain") is not None:  # behavioural cloning before the first round
+            if not loop.source.agent.trains:
+                raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
+            write_json(run.path / "pretrain.json", clone_and_evaluate(cfg, loop.source.agent.algorithm))
+        return loop, cfg, overrides
+    path, loop, saved, saved_overrides = found
+    if cfg.resume is not None:
+        extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))]
+        if extra:
+            raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
+                              f"drop the other overrides {extra} or start a new run")
+    else:
+        differ = _differences(saved, cfg)
+        if differ:
+            raise ConfigError(differ[0], f"differs from the run already in {str(run.path)!r} ({len(differ)} keys "
+                              f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
+    log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
+    return loop, saved, saved_overrides
+
+
+def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
+    """Dotted keys whose values differ between two configs (``resume`` and ``hydra`` aside)."""
+    def flat(node: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(node, dict):
+            return {k: v for key, value in node.items() for k, v in flat(value, f"{prefix}{key}.").items()}
+        return {prefix[:-1]: node}
+
+    a, b = (flat({k: v for k, v in OmegaConf.to_container(c, resolve=True).items() if k not in ("resume", "hydra")})
+            for c in (saved, cfg))
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))

@@ -1,0 +1,66 @@
+"""A run's human labels as one dataset: Parquet and a card in a folder, or in a Hub dataset repo."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import datasets
+from huggingface_hub import HfApi
+
+from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
+from rlhp.errors import ConfigError, DataError
+from rlhp.human.store import QueryStore
+from rlhp.runs import RunFolder
+
+
+def labels_dataset(run: RunFolder) -> datasets.Dataset:
+    """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
+    rounds = sorted(p for p in run.labels_dir.glob("round_*") if p.is_dir()) if run.labels_dir.is_dir() else []
+    if not rounds:
+        raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
+    parts = [datasets.load_from_disk(str(p)) for p in rounds]
+    parts = [ds.add_column("round", [int(p.name[6:])] * len(ds)) for p, ds in zip(rounds, parts, strict=True)]
+    return datasets.concatenate_datasets(parts)
+
+
+EXPORTED = {"README.md", "data"}
+"""What an export writes into its folder: a folder holding only these may be written again."""
+
+
+def check_export_dest(dest: str) -> None:
+    """Refuse an export folder that is a file or holds anything but an earlier export (which would be
+    deleted), naming it; a Hub repo id that is no local path is the Hub's."""
+    path = Path(dest).expanduser()
+    if is_repo_id(dest) and not path.exists():
+        return
+    if path.exists() and not path.is_dir():
+        raise ConfigError("--export", f"{dest!r} is a file; give a folder to write the labels into",
+                          noun="option")
+    if path.is_dir() and not {p.name for p in path.iterdir()} <= EXPORTED:
+        raise ConfigError("--export", f"{dest!r} holds other files, which the export would delete; give a new "
+                          "or empty folder", noun="option")
+
+
+def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: HfApi | None = None) -> str:
+    """Write the labels to folder ``dest``, or push them to dataset repo ``dest`` (``owner/name``);
+    return where they went."""
+    check_export_dest(dest)
+    run = RunFolder(run_dir)
+    ds = labels_dataset(run)
+    asked = QueryStore(run.queries_db).instructions(ds["id"]) if run.queries_db.is_file() else [""] * len(ds)
+    ds = ds.add_column("instructions", asked)
+    names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \
+        else Counter()
+    env_id = run.config().env.id if run.config_yaml.is_file() else "unknown env"
+    skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
+    meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names),
+            "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1),
+            "instructions": dict(Counter(asked))}
+    repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
+    folder = run.path / "hub-labels" if repo else Path(dest)
+    stage_for_hub(ds, folder, labels_card(meta, repo), None)
+    if repo is None:
+        return str(folder)
+    return push_to_hub(folder, repo, private, api, message="Upload human preference labels with rlhp-annotate")

@@ -1,0 +1,62 @@
+"""A scripted annotator: answers a run's queries over HTTP, as a person would, from the fragments' true
+returns. It exercises the whole human path (server, leases, answers, the gatherer) without a person, for
+tests, benchmarks and trying a set-up before people label."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from rlhp.human.store import pairs_from_blobs
+from rlhp.runs import RunFolder
+
+
+class ScriptedAnnotator:
+    """Answers a run's queries in a thread until stopped (or the server is gone): the fragment with the
+    higher true return is preferred, equal returns are ``equal``."""
+
+    def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0) -> None:
+        self.run, self.name, self.url, self.pause_s = RunFolder(run_dir), name, url, pause_s
+        self.answered = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._work, daemon=True)
+
+    def _work(self) -> None:
+        while self.url is None and not self.stop.is_set():  # the server writes its address when it is up
+            if self.run.annotate_json.is_file():
+                self.url = json.loads(self.run.annotate_json.read_text())["url"]
+            time.sleep(0.05)
+        if self.url is None:  # stopped before the server came up
+            return
+        with httpx.Client(base_url=self.url, timeout=30) as http, contextlib.suppress(httpx.TransportError):
+            while not self.stop.is_set():
+                query = http.get("/api/next", params={"annotator": self.name}).json()["query"]
+                if query is None:
+                    time.sleep(0.05)
+                    continue
+                first, second = self._returns(query["query_id"])
+                label = "equal" if first == second else "left" if first > second else "right"
+                http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
+                                                "label": label}).raise_for_status()
+                self.answered += 1
+                time.sleep(self.pause_s)  # a person's pace, however fast the machine
+
+    def _returns(self, query_id: int) -> np.ndarray:
+        with sqlite3.connect(self.run.queries_db) as db:
+            blob = db.execute("SELECT pair FROM queries WHERE id = ?", (query_id,)).fetchone()[0]
+        return pairs_from_blobs([blob]).rews[0].sum(axis=-1)
+
+    def __enter__(self) -> ScriptedAnnotator:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)

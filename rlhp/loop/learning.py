@@ -1,0 +1,173 @@
+"""What a round learns before the agent trains: nothing (the true-reward ceiling), or a reward model from
+preferences (sample, fragment, query, gather, train the reward), each part saving what it holds."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlhp.data import PreferenceDataset, Trajectory
+from rlhp.errors import VariableHorizonError
+from rlhp.feedback import PreferenceGatherer, Querent
+from rlhp.loop.fragmenters import Fragmenter
+from rlhp.loop.rounds import Callback, PhaseClock, RoundResult, check_finite
+from rlhp.rewards import RewardNet, reward_correlation
+from rlhp.sources import TrajectorySource
+from rlhp.training import RewardTrainer
+
+
+def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
+    """Record episode lengths (-> whether one ended by termination); raise if a terminated
+    episode's length differs from another episode's."""
+    for t in trajectories:
+        lengths[len(t)] = lengths.get(len(t), False) or t.terminal
+    if len(lengths) > 1 and any(lengths.values()):
+        ended = sorted(n for n, terminal in lengths.items() if terminal)
+        raise VariableHorizonError(
+            f"episodes ended by termination at different lengths (terminated at {ended[:5]}, "
+            f"all lengths seen {sorted(lengths)[:5]}). "
+            "When the episode length depends on the policy, it leaks the reward: a fragment's "
+            "length says how well the agent did, and any positive learned reward 'solves' the "
+            "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
+            "or set allow_variable_horizon=true if you know the risks.")
+
+
+class RewardLearning:
+    """The reward-learning part of the loop. This one learns nothing: the agent is paid the env's own
+    reward (the ceiling)."""
+
+    learns: bool = False
+    """Whether it learns a reward (then the final evaluation measures its fit)."""
+    comparisons: int = 0
+    """Comparisons queried over the whole run."""
+
+    def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
+        """What round ``result.iteration`` does before the agent trains."""
+        result.metrics["comparisons"] = 0
+
+    def session(self, stop: Callable[[], bool] = lambda: False) -> contextlib.AbstractContextManager[None]:
+        """What its rounds need while they run (people's labelling server)."""
+        return contextlib.nullcontext()
+
+    def save(self, folder: Path) -> dict[str, Any]:
+        """Write what it learned into a checkpoint's ``folder``; return its counters for ``state.json``."""
+        return {}
+
+    def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
+        """``measure`` of the learned reward net (its fit to the true reward); nothing where none is learned."""
+        return {}
+
+
+class PreferenceLearning(RewardLearning):
+    """Each round: sample trajectories, cut fragment pairs, publish them as queries, gather the answered ones
+    into the preference dataset, and train the reward model on every label so far.
+
+    Args:
+        source: where trajectories come from (agent trainer or fixed dataset).
+        fragmenter, querent, gatherer: choose pairs, publish them, collect their labels.
+        dataset: the labelled pairs.
+        reward_trainer: fits the reward net to the dataset (and asks for unlabelled pairs, with SURF).
+        reward_net_config: the config that built the reward net, saved beside its weights.
+        schedule: comparisons to query per round, round 0 first (see ``comparison_schedule``).
+        fragment_length: steps per fragment.
+        transition_oversampling: sample this many times the transitions the fragments need.
+        initial_epoch_multiplier: round 0 trains the reward model this many times longer.
+        allow_variable_horizon: accept terminal episodes of different lengths.
+    """
+
+    learns = True
+
+    def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
+                 gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
+                 reward_net_config: dict[str, Any], schedule: list[int], fragment_length: int,
+                 transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
+                 allow_variable_horizon: bool = False) -> None:
+        self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
+        self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
+        self.schedule, self.comparisons = schedule, sum(schedule)
+        self.fragment_length = fragment_length
+        self.transition_oversampling = transition_oversampling
+        self.initial_epoch_multiplier = initial_epoch_multiplier
+        self.allow_variable_horizon = allow_variable_horizon
+        self.episode_lengths: dict[int, bool] = {}
+
+    def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
+        """Sample, fragment, query, gather, and train the reward model on every label so far."""
+        wanted = self.schedule[result.iteration]
+        unlabelled = self.reward_trainer.unlabelled_wanted(len(self.dataset) + wanted)
+        if self.sample(result, clock, wanted, unlabelled):
+            self.query(result, clock, wanted, unlabelled)
+        self.gather(result, clock, callbacks)
+        if len(self.dataset):
+            self.train_reward(result, clock)
+
+    def sample(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> bool:
+        """Trajectories enough for this round's fragments, from the source's current policy (whether any were
+        needed)."""
+        # A trainer that learns from unlabelled pairs gets fresh ones every round, sampled as for a round that
+        # queries as many pairs as are labelled, even in rounds that query none.
+        sampled_for = max(wanted, len(self.dataset)) if unlabelled else wanted
+        if sampled_for <= 0:
+            return False
+        steps = math.ceil(self.transition_oversampling * 2 * sampled_for * self.fragment_length)
+        with clock("sample"):
+            result.sampled = self.source.sample(steps)
+        result.metrics.update(self.source.metrics())
+        if not self.allow_variable_horizon:
+            check_fixed_horizon(result.sampled, self.episode_lengths)
+        return True
+
+    def query(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> None:
+        """Cut ``wanted`` fragment pairs (and the trainer's unlabelled ones) and publish them as queries."""
+        with clock("fragment"):
+            if unlabelled:
+                self.reward_trainer.remember_unlabelled(
+                    self.fragmenter.uniform(result.sampled, self.fragment_length, unlabelled))
+            pairs = self.fragmenter(result.sampled, self.fragment_length, wanted) if wanted > 0 else None
+        if pairs is not None:
+            with clock("query"):
+                self.gatherer.add(pairs, self.querent(pairs, result.iteration))
+
+    def gather(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
+        """The answered queries: journaled by the callbacks first, then those told apart added to the dataset."""
+        with clock("gather"):
+            answers = result.answers = self.gatherer()
+        if len(answers):
+            for callback in callbacks:
+                callback.on_labels(result.iteration, answers)
+            told = answers.told  # "can't tell" is kept in the journal, never trained on
+            if told.any():
+                self.dataset.push(answers.pairs[told], answers.labels[told], answers.ids[told])
+        result.metrics["comparisons"] = len(self.dataset)
+        result.metrics.update(self.gatherer.metrics())
+
+    def train_reward(self, result: RoundResult, clock: PhaseClock) -> None:
+        """Fit the reward model to every label so far (round 0 longer), and measure it on this round's sample."""
+        k, metrics, net = result.iteration, result.metrics, self.reward_trainer.net
+        with clock("reward_training"):
+            metrics.update(self.reward_trainer.train(
+                self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0))
+        check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]}, net.named_parameters())
+        if result.sampled:  # how well the reward just learned ranks this round's transitions
+            corr = reward_correlation(net, result.sampled)
+            if corr is not None:
+                metrics["sampled_reward_correlation"] = corr
+
+    def session(self, stop: Callable[[], bool] = lambda: False) -> contextlib.AbstractContextManager[None]:
+        """The gatherer's session (the human gatherer's web server)."""
+        return self.gatherer.session(stop)
+
+    def save(self, folder: Path) -> dict[str, Any]:
+        """The reward net (weights and config) and its optimiser, the labelled pairs, and the counters of the
+        querent and the gatherer."""
+        self.reward_trainer.save(folder, self.reward_net_config)
+        if len(self.dataset):
+            self.dataset.save(folder / "preferences")
+        return {"comparisons": len(self.dataset), **self.querent.counters(), **self.gatherer.counters()}
+
+    def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
+        """``measure`` of the reward net."""
+        return measure(self.reward_trainer.net)
