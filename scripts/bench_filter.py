@@ -9,7 +9,7 @@ left out of the last epoch (``reward_labels_dropped``) and how many of those wer
 (``gt_labels_dropped_wrong``), each summed over seeds. A filter that judges well leaves out mostly wrong labels,
 far above their share of all labels.
 
-    python scripts/bench_filter.py --envs cartpole pendulum reacher --out docs/benchmarks.md
+    python scripts/bench_filter.py --envs cartpole pendulum reacher --out docs/label-methods.md
 """
 
 from __future__ import annotations

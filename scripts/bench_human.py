@@ -8,7 +8,7 @@ each one's wait after an answer. The ceiling is read from a finished ``reward_le
 a random policy's return to the ceiling's mean (as in ``bench_suite.py``).
 
     python scripts/bench_human.py --experiment reacher --ceiling /work/bench_mujoco/reacher/ceiling \
-        --out docs/benchmarks.md
+        --out docs/human-labels.md
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def main() -> None:
     got = run.evaluation["true_return_mean"]
     share = (got - floor) / (ceiling_returns.mean() - floor)
     text = "\n".join([
-        f"Written by `python scripts/bench_human.py --experiment {args.experiment} --ceiling {args.ceiling} "
+        f"Written by `python scripts/bench_human.py --experiment {args.experiment} --ceiling <ceiling sweep> "
         f"--annotators {args.annotators} --pause-s {args.pause_s} --seed {args.seed} --block {args.block}` "
         f"({time.strftime('%Y-%m-%d')}); the run is `rlhp-train {' '.join(overrides)}`, answered by "
         f"{args.annotators} scripted annotators over HTTP.", "",

@@ -9,7 +9,7 @@ over as many seeds, for a table built up over several machines whose run folders
 tables give the final true return, mean and 95% Student-t interval over seeds, and the seeds that reach the
 env's target; the budget's person-minutes are its labels at 40 a minute (the labelling page's pace).
 
-    python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/benchmarks.md
+    python scripts/bench_labels.py --envs cartpole --budgets 10 100 --seeds 5 --out docs/label-methods.md
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ After round 10, RSS, descriptors and threads must not grow: the least-squares sl
 rounds, as a share of their mean, stays under 0.5% a round.
 
     python scripts/bench_soak.py [--root /tmp/soak] [--timesteps 3000000 --rounds 200 --queries 2000]
-                                 [--out docs/benchmarks.md]
+                                 [--out docs/runs.md]
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def main() -> None:
     lines = [f"Written by `python scripts/bench_soak.py --timesteps {args.timesteps} --rounds {args.rounds} "
              f"--comparisons {args.comparisons} --queries {args.queries} --human-rounds {args.human_rounds} "
              f"--human-timesteps {args.human_timesteps}` on a "
-             f"{os.cpu_count()}-core CPU, no GPU ({start}); per-round samples in `{args.root}/*.csv`. Commands: "
+             f"{os.cpu_count()}-core CPU, no GPU ({start}); per-round samples in the CSV files of `--root`. Commands: "
              f"`rlhp-train {' '.join(train[1:] + synthetic_args)}` and `rlhp-train {' '.join(train[1:] + human_args)}` "
              f"with a scripted annotator ({annotator.answered} answers).", "",
              "| process | RSS MiB | fds | threads | run folder MiB | checkpoints MiB | queries MiB | RSS, fds, threads "

@@ -154,9 +154,8 @@ def main() -> None:
         f"--ceiling-seeds {ceiling_seeds} --label-seeds {args.label_seeds} "
         f"--label-experiments {' '.join(labelled)} "
         f"--jobs {args.jobs} "
-        f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root {args.root} "
-        f"--block {args.block}`; the runs ran on a {args.machine} ({time.strftime('%Y-%m-%d')}) and are under "
-        f"`{args.root}`.", "",
+        f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root <runs> "
+        f"--block {args.block}`; the runs ran on a {args.machine} ({time.strftime('%Y-%m-%d')}).", "",
         f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
         f"on the env's own reward (`reward_learning=none`, over {ceiling_seeds} seeds or all "
         "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
