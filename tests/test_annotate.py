@@ -145,6 +145,26 @@ def test_rlhp_annotate_refuses_a_folder_that_holds_no_run_and_makes_nothing_ther
     assert (list(folder.iterdir()) == []) if made else not folder.exists()
 
 
+@pytest.mark.parametrize("damage", ["not a database", "truncated", "emptied"])
+def test_rlhp_annotate_refuses_a_damaged_query_store_naming_it_and_leaves_it_as_it_is(tmp_path, damage):
+    publish(tmp_path, 3)
+    db = tmp_path / "queries.sqlite"
+    for extra in ("-wal", "-shm"):  # a copied folder without the write-ahead log
+        db.with_name(db.name + extra).unlink(missing_ok=True)
+    whole = db.read_bytes()
+    db.write_bytes({"not a database": b"garbage " * 512, "truncated": whole[:1500],
+                    "emptied": b"\0" * len(whole)}[damage])
+    damaged = db.read_bytes()
+    proc = subprocess.run([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"rlhp-annotate: data error: query store '{db}' cannot be read (")
+    assert db.read_bytes() == damaged  # never overwritten
+    with pytest.raises(DataError, match="cannot be read"):
+        QueryStore(db)
+
+
 def test_malformed_json_oversized_bodies_and_missing_names_are_refused(api):
     bad = api.post("/api/answers", content=b"{not json", headers={"content-type": "application/json"})
     assert bad.status_code == 422

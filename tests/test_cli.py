@@ -9,9 +9,10 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from helpers import composed, imitation_dataset, run_cli, wandb_history
+from helpers import composed, config_groups, group_options, imitation_dataset, run_cli, wandb_history
 from stable_baselines3 import PPO
 
+import rlhp.experiment.cli as cli
 from rlhp.data import PreferenceDataset, save_trajectories
 from rlhp.data.frames import held_bytes
 from rlhp.data.hub import open_trajectories
@@ -275,6 +276,28 @@ def test_an_override_hydra_cannot_read_is_named(tmp_path, command, override, pro
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("group", config_groups())
+def test_a_misspelt_option_of_any_group_is_refused_naming_the_group_and_its_options(group):
+    options = group_options(group)
+    typo = options[0][:-1] + "q"
+    picks = [f"{group}=[{options[0]},{typo}]"] if group == "callbacks" else [f"{group}={typo}",
+                                                                           f"{group}={options[0]},{typo}"]
+    for pick in picks:
+        error = cli.unknown_option(["-m", "seed=0", pick])
+        assert error is not None, pick
+        assert str(error).startswith(f"config group `{group}` has no option '{typo}'")
+        assert str(error).endswith("its options are " + ", ".join(options))
+    assert cli.unknown_option([f"{group}=[{options[0]}]" if group == "callbacks" else f"{group}={options[0]}"]) is None
+
+
+@pytest.mark.parametrize("args", [["experiment=pendullum", "debug=fast"], ["debug=fsat"]])
+def test_a_misspelt_optional_group_is_refused_before_anything_runs(tmp_path, args):
+    # Hydra skips an optional group's option it cannot find: the typo ran the default CartPole to exit 0.
+    proc = run_cli("rlhp-train", *args, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "has no option" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(("override", "new"), [
     ("crop=temporal", "reward_trainer/crop=temporal"), ("pseudo_labels=surf", "reward_trainer/pseudo_labels=surf"),
     ("label_filter=contradicted", "reward_trainer/label_filter=contradicted"),
@@ -334,3 +357,12 @@ def test_a_game_learns_from_pixels_with_the_cnn_reward(train, game):
     assert len(episodes[0].frames) == len(episodes[0]) + stack
     prefs = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences").pairs
     assert prefs.frame_stack == stack and prefs.frames.shape[2] == prefs.dones.shape[-1] + stack
+
+
+def test_a_mujoco_env_that_ends_early_is_refused_naming_the_one_key_that_fixes_it(tmp_path):
+    pytest.importorskip("mujoco")
+    # docs/human-labels.md's Hopper command without the key: its episodes end when the hopper falls.
+    proc = run_cli("rlhp-train", "env=gym", "env.id=Hopper-v5", "agent=sac", "debug=fast", "logger=none",
+                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr
+    assert "To fix it, add +env.kwargs.terminate_when_unhealthy=false (Hopper-v5's episodes" in proc.stderr

@@ -189,12 +189,22 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
      "`querent.instructions` names '/no/such/task.md', which is not a file"),
     (["gatherer=human", "querent.instructions=[1]"], "`querent.instructions` must be a string, got [1]"),
     (["gatherer=human", "env=gym", f"env.id={NO_PICTURES}"], f"`env.id` {NO_PICTURES} draws no rgb_array pictures"),
+    (["reward_trainer/crop=temporal", "reward_trainer.crop.max_shorten=50", "fragment_length=10"],
+     "`reward_trainer.crop.max_shorten` (50) must be less than the fragments' length (fragment_length=10)"),
+    (["reward_trainer/crop=temporal", "reward_trainer.crop.max_shorten=10", "fragment_length=10"],
+     "`reward_trainer.crop.max_shorten` (10) must be less than"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides])
     with pytest.raises(ConfigError) as err:
         compose(cfg, tmp_path)
     assert str(err.value) == f"config key {message}" or str(err.value).startswith(f"config key {message}")
+
+
+def test_a_crop_that_leaves_a_step_of_the_fragment_is_accepted(tmp_path):
+    loop = compose(composed("train", ["debug=fast", "reward_trainer/crop=temporal", "reward_trainer.crop.max_shorten=9",
+                                      "fragment_length=10"]), tmp_path)
+    assert loop.reward_learning.reward_trainer.crop.max_shorten == 9
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")

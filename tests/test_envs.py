@@ -16,6 +16,7 @@ from rlhp.envs import (
     GymEnv,
     MinAtarEnv,
 )
+from rlhp.envs.base import FIXED_HORIZON_ADVICE
 from rlhp.errors import ArgumentError
 from rlhp.human.clips import restorer
 
@@ -63,6 +64,16 @@ def test_the_double_pendulum_swings_on_after_it_falls_paying_no_alive_bonus_whil
     assert truncated and ended[-1] and len(own) < 100  # the env's own episode ends when the poles fall
     assert fixed[:len(own)] == own  # the same physics and reward up to the fall, the fall's step included
     assert [r > 0 for r in fixed] == up and up.count(False) > 500  # the alive bonus only while the tip is up
+
+
+def test_an_env_that_can_keep_going_says_which_argument_makes_it():
+    pytest.importorskip("mujoco")
+    assert GymEnv("Hopper-v5", n_envs=1).fixed_horizon_remedy.startswith(
+        "add +env.kwargs.terminate_when_unhealthy=false (Hopper-v5's episodes then run to the time limit)")
+    # Given already, or not an argument of the env: the general advice.
+    for env in (GymEnv("Hopper-v5", n_envs=1, kwargs={"terminate_when_unhealthy": False}),
+                GymEnv("Pendulum-v1", n_envs=1)):
+        assert env.fixed_horizon_remedy == FIXED_HORIZON_ADVICE
 
 
 def test_a_game_continues_after_game_over_on_a_fixed_horizon():

@@ -27,6 +27,9 @@ def test_fixed_horizon_check():
         check_fixed_horizon([trajectory(7, terminal=True)], lengths)
     # Time-limit truncations of different lengths alone are no leak.
     check_fixed_horizon([trajectory(3), trajectory(5)], {})
+    # The refusal says the env's own fix where it has one.
+    with pytest.raises(VariableHorizonError, match=r"To fix it, add \+env.kwargs.x=false; or set allow_variable"):
+        check_fixed_horizon([trajectory(7, terminal=True), trajectory(9)], {}, "add +env.kwargs.x=false")
 
 
 class FakeAgent(Agent):

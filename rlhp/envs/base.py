@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from functools import partial
 from typing import Any, ClassVar
 
@@ -26,6 +27,10 @@ ENV_REWARD = Task()
 
 REFUSALS = (TypeError, ValueError, gym.error.Error)
 """What ``gymnasium.make`` and the envs it makes raise for keyword arguments they refuse."""
+
+
+FIXED_HORIZON_ADVICE = "use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination)"
+"""What makes an env's episodes all one length, where the env offers no argument for it."""
 
 
 class GymEnv:
@@ -83,8 +88,24 @@ class GymEnv:
                 except REFUSALS as alone:
                     raise ArgumentError(f"kwargs.{key}", f"is refused by {self.id}: {alone}") from None
             raise ArgumentError("kwargs", f"are refused by {self.id}: {err}") from None
+        self.keeps_going_kwarg = self._keeps_going_kwarg(probe)
         probe.close()
         return probe.observation_space, probe.action_space
+
+    FIXED_HORIZON_KWARGS = ("terminate_when_unhealthy",)
+    """Constructor arguments that, set to false, keep an env's episodes going to its time limit (MuJoCo's)."""
+
+    def _keeps_going_kwarg(self, probe: gym.Env) -> str | None:
+        """The argument of ``FIXED_HORIZON_KWARGS`` this env takes and is not given false yet, if any."""
+        taken = inspect.signature(type(probe.unwrapped).__init__).parameters
+        return next((k for k in self.FIXED_HORIZON_KWARGS if k in taken and self.kwargs.get(k) is not False), None)
+
+    @property
+    def fixed_horizon_remedy(self) -> str:
+        """What makes this env's episodes all run to the time limit, for a message to a user."""
+        if self.keeps_going_kwarg is not None:
+            return f"add +env.kwargs.{self.keeps_going_kwarg}=false ({self.id}'s episodes then run to the time limit)"
+        return FIXED_HORIZON_ADVICE
 
     def record_states(self) -> None:
         """From now on, copies record the state of every step (:meth:`read_state`), for clips drawn later."""

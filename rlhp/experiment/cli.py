@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib.util
 import logging
 import signal
 import sys
 from collections.abc import Callable
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +182,47 @@ def moved_group(argv: list[str]) -> ConfigError | None:
     return None
 
 
+def group_options(group: str) -> list[str] | None:
+    """The options of one of rlhp's config groups (``reward_trainer/crop`` for a nested one); None when
+    ``group`` is not one of them (a key, or Hydra's own group)."""
+    folder = files("rlhp.conf").joinpath(*group.split("/"))
+    if group.split("/")[0] == "hydra" or not folder.is_dir():
+        return None
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def unknown_option(argv: list[str]) -> ConfigError | None:
+    """The config error for the first option of a config group that does not exist, naming the group and its
+    options: Hydra would run an optional group's misspelt option as if none were chosen (``experiment=pendullum``
+    trains the default CartPole). Each value of a sweep or a list (``callbacks=[...]``) is checked. Skipped where
+    the command line adds a config folder, whose options rlhp cannot see."""
+    if any(a.startswith(("hydra.searchpath", "--config-dir", "-cd")) for a in argv):
+        return None
+    parser = OverridesParser.create()
+    for override in argv:
+        if override.startswith("-") or "=" not in override:
+            continue
+        try:
+            (parsed,) = parser.parse_overrides([override])
+        except OverrideParseException:
+            continue  # unreadable_override names it
+        options = group_options(parsed.key_or_group)
+        if options is None or parsed.is_delete():
+            continue
+        if parsed.is_sweep_override():
+            values = list(parsed.sweep_string_iterator())
+        else:
+            value = parsed.value()
+            values = value if isinstance(value, list) else [value]
+        for value in values:
+            if value is not None and str(value) not in options:
+                close = difflib.get_close_matches(str(value), options, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                return ConfigError(parsed.key_or_group, f"has no option {value!r}; {hint}its options are "
+                                   f"{', '.join(options)}", noun="config group")
+    return None
+
+
 def _leaving() -> None:
     """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -189,6 +232,7 @@ def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
     _refuse(unreadable_override(sys.argv[1:]), "rlhp-train")
     _refuse(moved_group(sys.argv[1:]), "rlhp-train")
+    _refuse(unknown_option(sys.argv[1:]), "rlhp-train")
     _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
@@ -226,6 +270,7 @@ def _train_main(cfg: DictConfig) -> float:
 def bc_main() -> None:
     """``rlhp-bc``: behavioural cloning alone, as configured in ``rlhp/conf/bc.yaml``."""
     _refuse(unreadable_override(sys.argv[1:]), "rlhp-bc")
+    _refuse(unknown_option(sys.argv[1:]), "rlhp-bc")
     _bc_main()
 
 
@@ -239,6 +284,7 @@ def _bc_main(cfg: DictConfig) -> float:
 def collect_main() -> None:
     """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""
     _refuse(unreadable_override(sys.argv[1:]), "rlhp-collect")
+    _refuse(unknown_option(sys.argv[1:]), "rlhp-collect")
     _collect_main()
 
 

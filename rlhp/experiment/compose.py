@@ -19,7 +19,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from rlhp.data import PreferenceDataset
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError
+from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
 from rlhp.loop import Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
@@ -67,6 +67,10 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
                           f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
     reward_trainer = build(cfg.reward_trainer, **context)
+    try:
+        reward_trainer.check_fragment_length(cfg.fragment_length)
+    except ArgumentError as err:
+        raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
     schedule = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
                                    build(cfg.query_schedule))
     learning = PreferenceLearning(
@@ -82,6 +86,7 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         transition_oversampling=cfg.transition_oversampling,
         initial_epoch_multiplier=cfg.initial_epoch_multiplier,
         allow_variable_horizon=cfg.allow_variable_horizon,
+        horizon_remedy=env.fixed_horizon_remedy,
     )
     # A source that trains no agent gets no timesteps.
     return Loop(source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)

@@ -35,7 +35,6 @@ from rlhp.runs.folder import LOOPBACK
 log = logging.getLogger(__name__)
 
 
-
 class HumanGatherer(PreferenceGatherer):
     """Labels from people, through the annotation server; unanswered queries stay pending across rounds.
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from rlhp.data.pairs import FragmentPairs
-from rlhp.errors import RlhpError
+from rlhp.errors import DataError, RlhpError
 
 CHOICES = {"left": 1.0, "right": 0.0, "equal": 0.5, "cant_tell": math.nan}
 """An answer and its label: the probability that the *left* (first) clip is better; NaN is "can't tell"."""
@@ -155,13 +155,19 @@ class QueryStore:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         # A connection per use: cheap, and safe across threads and forks.
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            yield db
-        finally:
-            db.close()
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                yield db
+            finally:
+                db.close()
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # rlhp's own misuse, not the file's
+        except sqlite3.DatabaseError as err:  # a damaged, truncated or foreign file, or one that cannot be opened
+            raise DataError(f"query store {str(self.path)!r} cannot be read ({err}); it is left as it is: put a "
+                            "good copy in its place, or move it away to start the run's queries anew") from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

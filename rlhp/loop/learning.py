@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlhp.data import PreferenceDataset, Trajectory
+from rlhp.envs.base import FIXED_HORIZON_ADVICE
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.loop.fragmenters import Fragmenter
@@ -19,9 +20,10 @@ from rlhp.sources import TrajectorySource
 from rlhp.training import RewardTrainer
 
 
-def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]) -> None:
+def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool],
+                        remedy: str = FIXED_HORIZON_ADVICE) -> None:
     """Record episode lengths (-> whether one ended by termination); raise if a terminated
-    episode's length differs from another episode's."""
+    episode's length differs from another episode's, saying ``remedy``."""
     for t in trajectories:
         lengths[len(t)] = lengths.get(len(t), False) or t.terminal
     if len(lengths) > 1 and any(lengths.values()):
@@ -31,8 +33,7 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]
             f"all lengths seen {sorted(lengths)[:5]}). "
             "When the episode length depends on the policy, it leaks the reward: a fragment's "
             "length says how well the agent did, and any positive learned reward 'solves' the "
-            "task. Use a fixed-horizon env (env=cartpole, or a wrapper that ignores termination), "
-            "or set allow_variable_horizon=true if you know the risks.")
+            f"task. To fix it, {remedy}; or set allow_variable_horizon=true if you know the risks.")
 
 
 class RewardLearning:
@@ -76,6 +77,7 @@ class PreferenceLearning(RewardLearning):
         transition_oversampling: sample this many times the transitions the fragments need.
         initial_epoch_multiplier: round 0 trains the reward model this many times longer.
         allow_variable_horizon: accept terminal episodes of different lengths.
+        horizon_remedy: what makes the env's episodes run to its time limit, said when they do not.
     """
 
     learns = True
@@ -84,14 +86,15 @@ class PreferenceLearning(RewardLearning):
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
                  reward_net_config: dict[str, Any], schedule: list[int], fragment_length: int,
                  transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
-                 allow_variable_horizon: bool = False) -> None:
+                 allow_variable_horizon: bool = False,
+                 horizon_remedy: str = FIXED_HORIZON_ADVICE) -> None:
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
         self.schedule, self.comparisons = schedule, sum(schedule)
         self.fragment_length = fragment_length
         self.transition_oversampling = transition_oversampling
         self.initial_epoch_multiplier = initial_epoch_multiplier
-        self.allow_variable_horizon = allow_variable_horizon
+        self.allow_variable_horizon, self.horizon_remedy = allow_variable_horizon, horizon_remedy
         self.episode_lengths: dict[int, bool] = {}
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
@@ -117,7 +120,7 @@ class PreferenceLearning(RewardLearning):
             result.sampled = self.source.sample(steps)
         result.metrics.update(self.source.metrics())
         if not self.allow_variable_horizon:
-            check_fixed_horizon(result.sampled, self.episode_lengths)
+            check_fixed_horizon(result.sampled, self.episode_lengths, self.horizon_remedy)
         return True
 
     def query(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> None:

@@ -18,6 +18,9 @@ class Crop(Protocol):
     def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
         """The inputs of the scored steps; the last leading axis of ``inputs`` is time."""
 
+    def check_length(self, length: int) -> None:
+        """Raise :class:`ArgumentError` when the crop cannot be taken from fragments of ``length`` steps."""
+
 
 class WholeFragments:
     """Every step of both fragments, as labelled (draws no random numbers)."""
@@ -25,6 +28,9 @@ class WholeFragments:
     def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
         """The inputs, unchanged."""
         return inputs
+
+    def check_length(self, length: int) -> None:
+        """Any length will do."""
 
 
 class TemporalCrop:
@@ -41,6 +47,13 @@ class TemporalCrop:
             raise ArgumentError("max_shorten", "must be at least 1 (reward_trainer/crop=whole scores whole "
                                 f"fragments), got {max_shorten}")
         self.max_shorten = max_shorten
+
+    def check_length(self, length: int) -> None:
+        """A window must keep at least one step of a ``length``-step fragment."""
+        if self.max_shorten >= length:
+            raise ArgumentError("max_shorten", f"({self.max_shorten}) must be less than the fragments' length "
+                                f"(fragment_length={length}): a window keeps at least one step, so the crop would "
+                                f"score single steps; lower it, e.g. to {max(1, length // 10)}")
 
     def __call__(self, inputs: RewardInputs, rng: np.random.Generator) -> RewardInputs:
         """A window of one drawn length from each fragment, at a drawn start of its own."""

@@ -128,6 +128,14 @@ class RewardTrainer:
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
+    def check_fragment_length(self, length: int) -> None:
+        """Raise :class:`ArgumentError` (naming ``crop.<argument>``) when its crop does not fit fragments of
+        ``length`` steps."""
+        try:
+            self.crop.check_length(length)
+        except ArgumentError as err:
+            raise ArgumentError(f"crop.{err.argument}", err.problem) from None
+
     def save(self, folder: Path, net_config: dict[str, Any]) -> None:
         """Write ``reward_net.pt`` (the net's weights and ``net_config``, the config that built it) and
         ``trainer.pt`` (the optimiser, and torch's random state) into ``folder``."""
