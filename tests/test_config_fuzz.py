@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import BIN, OPTION_NEEDS, composed, config_groups, group_options
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
 
@@ -37,6 +37,9 @@ from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import RlhpError
 from rlhp.experiment.compose import compose
 from rlhp.experiment.config import build
+from rlhp.experiment.launch import Launch
+from rlhp.experiment.train import optimized_value, train
+from rlhp.runs import RunFolder
 from rlhp.sources.policies import random_policy
 from rlhp.sources.rollout import rollout
 
@@ -230,3 +233,28 @@ def test_the_fuzz_reads_every_group_and_option():
     assert {"agent.gamma", "reward_net.hidden_sizes", "seed", "preference_model.threshold", "expert.algorithm.gamma",
             "episodes", "gatherer.teacher.mistake", "fragmenter.base.max_start"} <= keys
     assert len(CASES) > 150 and np.all([isinstance(k, str) for k in keys])
+
+
+CALLBACK_OPTIONS = group_options("callbacks")
+
+
+@settings(max_examples=25 if DEEP else 1, deadline=None, derandomize=not DEEP,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picked=st.lists(st.sampled_from(CALLBACK_OPTIONS), unique=True))
+@example(picked=[])
+@example(picked=["progress"])
+@example(picked=list(reversed(CALLBACK_OPTIONS)))
+def test_any_list_of_callbacks_in_any_order_runs_with_finite_metrics(picked, tmp_path_factory):
+    # A list of parts, fuzzed: any subset in any order composes, builds and runs; what a run returns does not
+    # depend on which files the callbacks write.
+    run_dir = tmp_path_factory.mktemp("run")
+    cfg = composed("train", ["debug=fast", "logger=none", f"callbacks=[{','.join(picked)}]",
+                             "optimized_metric=reward_loss"])
+    returned = train(cfg, Launch(run_dir))
+    assert math.isfinite(optimized_value(returned)) and returned["last_round"]["iteration"] == 2
+    assert all(math.isfinite(v) for v in returned["last_round"].values())
+    run = RunFolder(run_dir)
+    assert run.eval_json.is_file()
+    assert run.metrics_csv.is_file() == ("metrics_csv" in picked)
+    assert bool(run.checkpoints()) == ("checkpoint" in picked)
+    assert (run_dir / "labels").is_dir() == ("labels" in picked)

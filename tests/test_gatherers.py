@@ -6,7 +6,7 @@ from helpers import random_pairs
 
 from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, SyntheticGatherer
-from rlhp.feedback.querent import MAX_INSTRUCTIONS, read_instructions
+from rlhp.human.querent import MAX_INSTRUCTIONS, read_instructions
 
 
 def with_returns(r1: list[float], r2: list[float]):

@@ -41,7 +41,7 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
         log.info("run folder: %s", run.path, extra=CONSOLE)
         context = {"run": run, "env": build(cfg.env), "record": RunRecord(cfg, overrides)}
         logger = build(cfg.logger)
-        callbacks = sorted([*(build(node, **context) for node in cfg.callbacks.values()), logger],
+        callbacks = sorted([*(build(node, **context) for node in cfg.get("callbacks", {}).values()), logger],
                            key=lambda callback: callback.order)
         logger.init_run(cfg, run.path, launch.identity)
         try:

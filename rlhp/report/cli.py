@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rlhp.errors import RlhpError
 from rlhp.report.writer import write_report
 
 
@@ -18,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as err:
         print(f"rlhp-report: data error: {err}", file=sys.stderr)
         return 3
+    except RlhpError as err:  # a run's file that cannot be read, named
+        print(f"rlhp-report: {err.kind}: {err}", file=sys.stderr)
+        return err.exit_code
     print(f"rlhp-report: wrote {report}")
     return 0
 

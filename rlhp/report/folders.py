@@ -6,8 +6,6 @@ import fcntl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from rlhp.runs import RunFolder
 
 SEED = "seed"
@@ -40,8 +38,7 @@ def swept_keys(runs: list[Run]) -> list[str]:
 
 
 def _overrides(run: RunFolder) -> dict[str, str]:
-    path = run.path / ".hydra" / "overrides.yaml"
-    pairs = [str(o).lstrip("+~") for o in OmegaConf.load(path)] if path.exists() else []
+    pairs = [o.lstrip("+~") for o in run.overrides()]
     return {k: v for k, _, v in (o.partition("=") for o in pairs) if not k.startswith("hydra.")}
 
 

@@ -13,10 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from rlhp.errors import RunError
+from rlhp.errors import DataError, RunError
 from rlhp.runs.metrics import read_metrics
+from rlhp.runs.reading import read_file
 
 HALF_WRITTEN = ".tmp"
 """Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
@@ -149,7 +150,20 @@ class RunFolder:
 
     def config(self) -> DictConfig:
         """The run's resolved config."""
-        return OmegaConf.load(self.config_yaml)
+        config = read_file(self.config_yaml, OmegaConf.load)
+        if not isinstance(config, DictConfig):
+            raise DataError(f"{str(self.config_yaml)!r} is not a run's config (a YAML mapping); it is left as it is")
+        return config
+
+    def overrides(self) -> list[str]:
+        """The command-line overrides the run was started with (none when the file is missing)."""
+        path = self.config_yaml.parent / "overrides.yaml"
+        if not path.exists():
+            return []
+        overrides = read_file(path, OmegaConf.load)
+        if not isinstance(overrides, ListConfig):
+            raise DataError(f"{str(path)!r} is not a list of overrides; it is left as it is")
+        return [str(o) for o in overrides]
 
     def write_record(self, cfg: DictConfig, overrides: list[str]) -> None:
         """Record how the run is configured (``.hydra/config.yaml`` and ``overrides.yaml``, Hydra's layout)."""
@@ -159,11 +173,15 @@ class RunFolder:
 
     def metrics(self) -> list[dict[str, float | None]]:
         """The rows of ``metrics.csv`` (None where a round has no value)."""
-        return read_metrics(self.metrics_csv)
+        return read_file(self.metrics_csv, read_metrics)
 
     def evaluation(self) -> dict[str, Any]:
         """``eval.json``."""
-        return json.loads(self.eval_json.read_text())
+        result = read_file(self.eval_json, lambda path: json.loads(path.read_text()))
+        if not isinstance(result, dict):
+            raise DataError(f"{str(self.eval_json)!r} is not a run's evaluation (a JSON object); it is left as it is")
+        return result
+
 
 
 def write_json(path: Path, values: dict[str, Any]) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+
+from rlhp.errors import DataError
+from rlhp.runs.reading import read_file
 
 
 class MetricsCSV:
@@ -18,9 +21,14 @@ class MetricsCSV:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.columns: list[str] = []
-        if self.path.exists():
-            with self.path.open(newline="") as f:
-                self.columns = next(csv.reader(f), [])
+        if self.path.exists():  # a resumed run's: refused, never rewritten, when it is not a metrics file
+            # Every row but the last must read as numbers; the last may have been cut off mid-write.
+            lines = read_file(self.path, lambda path: path.read_text().splitlines(keepends=True))
+            self.columns = next(csv.reader(lines[:1]), [])
+            read_file(self.path, lambda path: _numbers(lines[:-1]))
+            if "iteration" not in self.columns:
+                raise DataError(f"{str(self.path)!r} is not a run's metrics (no iteration column); it is left as "
+                                "it is: move it away to start the file anew")
 
     def append(self, metrics: Mapping[str, float]) -> None:
         """Write one row (blank where a column has no value)."""
@@ -61,6 +69,13 @@ def _round(row: dict[str, str]) -> float:
 
 
 def read_metrics(path: str | Path) -> list[dict[str, float | None]]:
-    """The rows of a ``metrics.csv`` as numbers (None where a round has no value)."""
+    """The rows of a ``metrics.csv`` as numbers (None where a round has no value, or where a row cut off
+    mid-write ends early)."""
     with Path(path).open(newline="") as f:
-        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)]
+        return _numbers(f)
+
+
+def _numbers(lines: Iterable[str]) -> list[dict[str, float | None]]:
+    """CSV rows under their header, as numbers."""
+    return [{k: float(v) if v not in ("", None) else None for k, v in row.items() if k is not None}
+            for row in csv.DictReader(lines)]
