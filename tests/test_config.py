@@ -193,6 +193,8 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
      "`reward_trainer.crop.max_shorten` (50) must be less than the fragments' length (fragment_length=10)"),
     (["reward_trainer/crop=temporal", "reward_trainer.crop.max_shorten=10", "fragment_length=10"],
      "`reward_trainer.crop.max_shorten` (10) must be less than"),
+    (["reward_trainer.val_split=0.5", "total_comparisons=2"],
+     "`reward_trainer.val_split` (0.5) leaves an empty validation set with 1 labelled pairs"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)
 def test_bad_values_anywhere_are_refused_before_training_naming_the_full_key(tmp_path, overrides, message):
     cfg = composed("train", ["debug=fast", *overrides])

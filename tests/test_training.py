@@ -80,10 +80,15 @@ def test_batch_must_be_multiple_of_minibatch():
 def test_validation_split_errors_when_a_side_is_empty():
     for split, side in ((0.1, "validation"), (0.9, "training")):
         trainer = RewardTrainer(RewardNet(*spaces()), np.random.default_rng(0), val_split=split)
-        with pytest.raises(ValueError) as err:
+        message = (f"val_split ({split}) leaves an empty {side} set with 4 labelled pairs; ask more comparisons in "
+                   "the first round or change val_split")
+        with pytest.raises(ArgumentError) as err:
             trainer.train(labelled(4))
-        assert str(err.value) == (f"reward_trainer.val_split={split} leaves an empty {side} set with 4 pairs; gather "
-                                  "more comparisons first or change val_split")
+        assert str(err.value) == message
+        with pytest.raises(ArgumentError) as err:
+            trainer.check_first_labels(4)
+        assert str(err.value) == message
+        trainer.check_first_labels(40)
 
 
 def test_weight_decay_moves_by_its_factor_towards_less_overfitting_and_stays_bounded():

@@ -158,7 +158,8 @@ def _save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -
     chunks = _Chunks(run.chunks_dir, loop.derived_arrays())
     token = _STORE.set(chunks)
     try:
-        save_torch({"format": FORMAT, "loop": loop, "random": global_random_state()}, tmp / "resume.pt",
+        save_torch({"format": FORMAT, "loop": loop, "random": global_random_state(),
+                    "record": _digest(record.config_yaml, record.overrides_yaml)}, tmp / "resume.pt",
                     pickle_module=_chunking)
     finally:
         _STORE.reset(token)
@@ -182,13 +183,19 @@ def prune_checkpoints(run: RunFolder, keep: int) -> None:
             chunk.unlink()
 
 
+def _digest(config_yaml: str, overrides_yaml: str) -> str:
+    """What a checkpoint's run record must hash to: its two files as written."""
+    return hashlib.blake2b(f"{config_yaml}\0{overrides_yaml}".encode(), digest_size=16).hexdigest()
+
+
 def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
     """The loop saved in ``path`` (global random state restored), the run's config and its overrides."""
     token = _STORE.set(_Chunks(RunFolder(path.parent.parent).chunks_dir))  # <run>/checkpoints/<name>
     try:
         saved = torch.load(path / "resume.pt", weights_only=False)
-        cfg = OmegaConf.load(path / "config.yaml")
-        overrides = list(OmegaConf.load(path / "overrides.yaml"))
+        config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
+        cfg = OmegaConf.create(config_yaml)
+        overrides = list(OmegaConf.create(overrides_yaml))
     except RlhpError:  # a part refused to come back (its data changed): no older checkpoint would do better
         raise
     except Exception as err:  # torch.load re-raises whatever unpickling raised
@@ -197,6 +204,9 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
         _STORE.reset(token)
     if saved.get("format") != FORMAT:
         raise DataError(f"checkpoint {str(path)!r} has format {saved.get('format')}, this rlhp reads {FORMAT}")
+    if saved.get("record") != _digest(config_yaml, overrides_yaml):  # half a YAML file often still reads
+        raise DataError(f"checkpoint {str(path)!r}: its config.yaml or overrides.yaml is not the one it was saved "
+                        "with (damaged or edited)")
     set_global_random_state(saved["random"])
     return saved["loop"], cfg, overrides
 

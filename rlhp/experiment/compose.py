@@ -67,12 +67,13 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
                           f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
     reward_trainer = build(cfg.reward_trainer, **context)
-    try:
-        reward_trainer.check_fragment_length(cfg.fragment_length)
-    except ArgumentError as err:
-        raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
     schedule = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
                                    build(cfg.query_schedule))
+    try:  # rules between the trainer's keys and the run's
+        reward_trainer.check_fragment_length(cfg.fragment_length)
+        reward_trainer.check_first_labels(schedule[0])
+    except ArgumentError as err:
+        raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
     learning = PreferenceLearning(
         source=source,
         fragmenter=fragmenter,

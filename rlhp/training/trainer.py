@@ -128,6 +128,20 @@ class RewardTrainer:
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
+    def _validation_pairs(self, labelled: int) -> int:
+        """How many of ``labelled`` pairs the validation split holds; raises :class:`ArgumentError` when it
+        would leave either set empty."""
+        n_val = int(round(labelled * self.val_split))
+        if self.val_split and (n_val == 0 or n_val == labelled):
+            raise ArgumentError("val_split", f"({self.val_split}) leaves an empty "
+                                f"{'validation' if n_val == 0 else 'training'} set with {labelled} labelled pairs; "
+                                "ask more comparisons in the first round or change val_split")
+        return n_val
+
+    def check_first_labels(self, labelled: int) -> None:
+        """Raise :class:`ArgumentError` when the first round's ``labelled`` pairs cannot be split as configured."""
+        self._validation_pairs(labelled)
+
     def check_fragment_length(self, length: int) -> None:
         """Raise :class:`ArgumentError` (naming ``crop.<argument>``) when its crop does not fit fragments of
         ``length`` steps."""
@@ -216,11 +230,7 @@ class RewardTrainer:
         labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
-        n_val = int(round(n * self.val_split))
-        if self.val_split and (n_val == 0 or n_val == n):
-            raise ValueError(f"reward_trainer.val_split={self.val_split} leaves an empty "
-                             f"{'validation' if n_val == 0 else 'training'} set with {n} pairs; "
-                             "gather more comparisons first or change val_split")
+        n_val = self._validation_pairs(n)
         val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
         # Each ensemble member learns from its own bootstrap resample of the training pairs.
         sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
