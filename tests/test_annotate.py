@@ -379,6 +379,28 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
         export_labels(tmp_path / "empty", str(tmp_path / "nowhere"))
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing"])
+def test_an_export_of_a_damaged_label_journal_names_the_round_and_writes_nothing(tmp_path, damage):
+    run = RunFolder(tmp_path / "run")
+    run.write_record(OmegaConf.create({"seed": 0}), [])
+    for round_ in (0, 1):
+        batch = PreferenceDataset()
+        batch.push(random_pairs(2, 3), np.array([1.0, 0.0], np.float32), np.arange(2) + 10 * round_)
+        batch.save(run.labels_dir / f"round_{round_:04d}", annotator=["a", "b"], answered_at=np.ones(2),
+                   skipped=np.zeros(2, bool))
+    (arrow,) = (run.labels_dir / "round_0001").glob("*.arrow")
+    if damage == "missing":
+        arrow.unlink()
+    else:
+        arrow.write_bytes(b"\0garbage" * 50 if damage == "garbage" else arrow.read_bytes()[:300])
+    proc = subprocess.run([BIN / "rlhp-annotate", str(run.path), "--export", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"rlhp-annotate: data error: '{run.labels_dir / 'round_0001'}' ")
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_export_never_deletes_what_it_did_not_write(tmp_path):
     run = RunFolder(tmp_path / "run")
     run.write_record(OmegaConf.create({"env": {"id": "CartPole-v1"}}), [])

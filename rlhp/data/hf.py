@@ -23,6 +23,7 @@ from rlhp.data.arrow import from_ragged, to_ragged
 from rlhp.data.frames import stacks
 from rlhp.data.spaces import space_from_json, space_to_json
 from rlhp.data.trajectory import Nested, Trajectory
+from rlhp.errors import DataError
 
 _META_KEY = "rlhp"
 
@@ -136,9 +137,22 @@ def save_dataset(ds: datasets.Dataset, path: str | Path) -> None:
     tmp.rename(path)
 
 
+def load_saved(path: str | Path) -> datasets.Dataset | datasets.DatasetDict:
+    """``datasets.load_from_disk``, with a folder that is not such a dataset, or whose files are damaged or
+    truncated, a :class:`~rlhp.errors.DataError` naming it (the folder is left as it is)."""
+    where = repr(str(path))
+    try:
+        return datasets.load_from_disk(str(path))
+    except FileNotFoundError as err:
+        raise DataError(f"{where} is not a dataset saved with save_to_disk ({err})") from None
+    except (OSError, pa.ArrowException, ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{where} could not be read, its files may be damaged or truncated "
+                        f"({type(err).__name__}: {err})") from None
+
+
 def load_trajectories(path: str | Path) -> list[Trajectory]:
     """Read a folder written by :func:`save_trajectories`."""
-    return dataset_to_trajectories(datasets.load_from_disk(str(path)))
+    return dataset_to_trajectories(load_saved(path))
 
 
 def _jsonable(value: object) -> object:

@@ -19,7 +19,7 @@ from datasets.exceptions import DatasetGenerationError
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-from rlhp.data.hf import dataset_metadata, dataset_to_trajectories
+from rlhp.data.hf import dataset_metadata, dataset_to_trajectories, load_saved
 from rlhp.data.spaces import space_from_json
 from rlhp.data.trajectory import Trajectory
 from rlhp.errors import ConfigError, DataError, NetworkError
@@ -209,12 +209,7 @@ def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
     path = check_source(source, key)
     where = repr(str(path))
     if path is not None and _saved_to_disk(path):
-        try:
-            ds = datasets.load_from_disk(str(path))
-        except FileNotFoundError as err:
-            raise DataError(f"{where} is not a dataset saved with save_to_disk ({err})") from None
-        except (OSError, pa.ArrowInvalid) as err:
-            raise DataError(f"{where} could not be read, the Arrow data may be truncated ({err})") from None
+        ds = load_saved(path)
         if isinstance(ds, datasets.DatasetDict):
             ds = ds["train"] if "train" in ds else next(iter(ds.values()))
         return ds, dataset_metadata(ds)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from rlhp.data.arrow import from_fixed, to_fixed
-from rlhp.data.hf import save_dataset
+from rlhp.data.hf import load_saved, save_dataset
 from rlhp.data.pairs import FragmentPairs
 
 
@@ -98,7 +98,7 @@ class PreferenceDataset:
     @classmethod
     def load(cls, path: str | Path, max_size: int | None = None) -> PreferenceDataset:
         """Read a dataset written by :meth:`save` (the labelled pairs; skipped ones and annotations are left out)."""
-        ds = datasets.load_from_disk(str(path))
+        ds = load_saved(path)
         meta = json.loads(ds.info.description)
         if "dtypes" not in meta:  # saved before frames: the dtypes alone, and no frame stacks
             meta = {"dtypes": meta, "frame_stack": 1}

@@ -9,6 +9,7 @@ from pathlib import Path
 import datasets
 from huggingface_hub import HfApi
 
+from rlhp.data.hf import load_saved
 from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
 from rlhp.errors import ConfigError, DataError
 from rlhp.human.store import QueryStore
@@ -20,7 +21,7 @@ def labels_dataset(run: RunFolder) -> datasets.Dataset:
     rounds = sorted(p for p in run.labels_dir.glob("round_*") if p.is_dir()) if run.labels_dir.is_dir() else []
     if not rounds:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
-    parts = [datasets.load_from_disk(str(p)) for p in rounds]
+    parts = [load_saved(p) for p in rounds]
     parts = [ds.add_column("round", [int(p.name[6:])] * len(ds)) for p, ds in zip(rounds, parts, strict=True)]
     return datasets.concatenate_datasets(parts)
 
