@@ -258,3 +258,33 @@ def test_any_list_of_callbacks_in_any_order_runs_with_finite_metrics(picked, tmp
     assert run.metrics_csv.is_file() == ("metrics_csv" in picked)
     assert bool(run.checkpoints()) == ("checkpoint" in picked)
     assert (run_dir / "labels").is_dir() == ("labels" in picked)
+
+
+PAIRED = {
+    "fragment_length": [1, 5, 50, 200, 600], "total_comparisons": [1, 2, 5, 50], "num_iterations": [1, 2, 10],
+    "initial_comparison_frac": [0.0, 0.1, 1.0], "transition_oversampling": [0.1, 1.0, 10.0],
+    "initial_epoch_multiplier": [0.01, 1, 50], "max_dataset_size": [1, 3, None],
+    "reward_trainer.batch_size": [1, 7, 1000], "reward_trainer.epochs": [1, 5],
+    "reward_trainer.val_split": [0.0, 0.2, 0.9], "reward_net.members": [1, 2, 7],
+    "agent.n_steps": [8, 128, 1024], "agent.batch_size": [8, 64, 512], "env.n_envs": [1, 4, 16],
+}
+"""Keys the loop's parts read beside each other, each with values that are valid alone (the key fuzzer sends
+wrong ones): a rule between two of them shows only when both are set."""
+
+
+@settings(max_examples=60 if DEEP else 3, deadline=None, derandomize=not DEEP, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_two_keys_valid_alone_are_refused_naming_one_of_them_or_run_with_finite_metrics(data, tmp_path_factory):
+    first, second = data.draw(st.lists(st.sampled_from(sorted(PAIRED)), min_size=2, max_size=2, unique=True))
+    values = {key: data.draw(st.sampled_from(PAIRED[key]), label=key) for key in (first, second)}
+    cfg = configured("train", ())
+    for key, value in values.items():
+        OmegaConf.update(cfg, key, value, merge=False)
+    run_dir = tmp_path_factory.mktemp("pair")
+    try:
+        returned = train(cfg, Launch(run_dir))
+    except RlhpError as err:
+        assert err.exit_code != 1 and (first in str(err) or second in str(err)), f"{values}: {err}"
+        return
+    assert all(math.isfinite(v) for v in returned["last_round"].values()), values
