@@ -66,6 +66,17 @@ def test_the_double_pendulum_swings_on_after_it_falls_paying_no_alive_bonus_whil
     assert [r > 0 for r in fixed] == up and up.count(False) > 500  # the alive bonus only while the tip is up
 
 
+def test_an_unrecorded_twin_records_nothing_and_leaves_the_run_s_env_recording():
+    env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
+    env.record_states()
+    twin = env.unrecorded()
+    assert env.recording and not twin.recording and (twin.id, twin.n_envs) == (env.id, env.n_envs)
+    venv = twin.make(0)
+    venv.reset()
+    assert venv.get_attr("render_mode") == [None]  # a recording copy draws rgb_array pictures
+    venv.close()
+
+
 def test_an_env_that_can_keep_going_says_which_argument_makes_it():
     pytest.importorskip("mujoco")
     assert GymEnv("Hopper-v5", n_envs=1).fixed_horizon_remedy.startswith(

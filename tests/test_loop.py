@@ -10,6 +10,7 @@ from gymnasium import spaces
 from helpers import trajectory
 
 from rlhp.data import PreferenceDataset
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
 from rlhp.loop import Callback, Loop, PreferenceLearning, RewardLearning, check_fixed_horizon
@@ -17,6 +18,8 @@ from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import RewardNet
 from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
 from rlhp.training import PseudoLabels, RewardTrainer
+
+ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)  # the run's env, which the fake sources below never step
 
 
 def test_fixed_horizon_check():
@@ -116,7 +119,7 @@ def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
         reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
         transition_oversampling=1.5, initial_epoch_multiplier=7)
-    return Loop(source, learning, len(comparisons), total_timesteps)
+    return Loop(ENV, source, learning, len(comparisons), total_timesteps)
 
 
 def test_rounds_follow_the_schedule_and_carry_timesteps_over():
@@ -160,7 +163,7 @@ def test_a_source_without_agent_trains_only_the_reward():
 def test_the_ceiling_trains_only_the_agent_in_the_same_rounds():
     agent = FakeAgent()
     source = FakeSource(agent)
-    loop = Loop(source, RewardLearning(), num_rounds=3, total_timesteps=1000)
+    loop = Loop(ENV, source, RewardLearning(), num_rounds=3, total_timesteps=1000)
     recorder = Recorder()
     loop.iterate([recorder])
     assert agent.asked == [334, 667 - 300, 1000 - 600] and source.asked == []

@@ -13,6 +13,7 @@ from stable_baselines3.common.utils import set_random_seed
 from tqdm.auto import tqdm
 
 from rlhp.data.hub import open_trajectories
+from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.experiment.config import build
 from rlhp.experiment.evaluation import policy_return
@@ -67,11 +68,12 @@ class BehaviourCloning:
         return {"bc_loss": loss_mean, "bc_transitions": len(obs)}
 
 
-def clone_and_evaluate(cfg: DictConfig, algorithm: BaseAlgorithm) -> dict[str, float]:
-    """Clone ``cfg.pretrain``'s demonstrations into ``algorithm``; its loss and the cloned policy's true return
-    (``bc_true_return_mean``...), also on the console."""
-    result = build(cfg.pretrain)(algorithm, cfg.seed)
-    returns = policy_return(algorithm, build(cfg.env), cfg.evaluation.episodes, cfg.seed + 40_000)
+def clone_and_evaluate(cloning: BehaviourCloning, algorithm: BaseAlgorithm, env: GymEnv, episodes: int,
+                       seed: int) -> dict[str, float]:
+    """Clone the demonstrations into ``algorithm``; its loss and the cloned policy's true return over ``episodes``
+    on fresh copies of ``env`` (``bc_true_return_mean``...), also on the console."""
+    result = cloning(algorithm, seed)
+    returns = policy_return(algorithm, env, episodes, seed + 40_000)
     result.update({f"bc_{k}": v for k, v in returns.items()})
     log.info("behavioural cloning: loss %.4f, true return %.1f ± %.1f", result["bc_loss"],
              result["bc_true_return_mean"], result["bc_true_return_std"], extra=CONSOLE)
@@ -87,7 +89,7 @@ def clone(cfg: DictConfig, launch: Launch) -> dict[str, float]:
     set_random_seed(cfg.seed)
     env = build(cfg.env)
     algorithm = build(cfg.agent)(env=env.make(cfg.seed), seed=cfg.seed)
-    result = clone_and_evaluate(cfg, algorithm)
+    result = clone_and_evaluate(build(cfg.pretrain), algorithm, env, cfg.evaluation.episodes, cfg.seed)
     algorithm.save(run.path / "agent.zip")
     write_json(run.eval_json, result)
     log.info("run folder: %s (agent.zip, eval.json)", run.path, extra=CONSOLE)

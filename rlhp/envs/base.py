@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from functools import partial
 from typing import Any, ClassVar
@@ -110,6 +111,12 @@ class GymEnv:
     def record_states(self) -> None:
         """From now on, copies record the state of every step (:meth:`read_state`), for clips drawn later."""
         self.recording = True
+
+    def unrecorded(self) -> GymEnv:
+        """The same env option, its copies recording nothing (for evaluation: no clips are drawn of it)."""
+        twin = copy.copy(self)
+        twin.recording = False
+        return twin
 
     def read_state(self, env: gym.Env) -> np.ndarray:
         """What a copy needs to draw a step again: a MuJoCo env's physics state, else its screen."""

@@ -90,7 +90,7 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         horizon_remedy=env.fixed_horizon_remedy,
     )
     # A source that trains no agent gets no timesteps.
-    return Loop(source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
+    return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
 
 
 def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:
@@ -99,7 +99,7 @@ def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir:
     if not source.agent.trains:
         raise ConfigError("reward_learning", f"is none, which trains an agent on the env's reward, but the trajectory "
                           f"source ({type(source).__name__}) trains none")
-    return Loop(source, RewardLearning(), cfg.num_iterations + 1, cfg.total_timesteps)
+    return Loop(env, source, RewardLearning(), cfg.num_iterations + 1, cfg.total_timesteps)
 
 
 def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: AgentReward) -> TrajectorySource:

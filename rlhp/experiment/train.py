@@ -13,7 +13,7 @@ import datasets
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.demos.bc import clone_and_evaluate
+from rlhp.demos.bc import BehaviourCloning, clone_and_evaluate
 from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.experiment.checkpoints import RunRecord, latest_loadable
 from rlhp.experiment.compose import compose, describe
@@ -36,10 +36,13 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
     datasets.disable_progress_bars()  # one bar, the loop's, is enough
     run = RunFolder(launch.run_dir)
     with run.lock():
-        loop, cfg, overrides = start_or_resume(run, cfg, launch.overrides)
+        loop, cfg, overrides, fresh = start_or_resume(run, cfg, launch.overrides)
+        if fresh and cfg.get("pretrain") is not None:
+            pretrain(loop, build(cfg.pretrain), cfg.evaluation.episodes, cfg.seed, run)
         log.info("rlhp-train: %s", describe(loop, cfg, launch.choices), extra=CONSOLE)
         log.info("run folder: %s", run.path, extra=CONSOLE)
-        context = {"run": run, "env": build(cfg.env), "record": RunRecord(cfg, overrides)}
+        env = loop.env.unrecorded()  # the writers and the evaluation draw no clips
+        context = {"run": run, "env": env, "record": RunRecord(cfg, overrides)}
         logger = build(cfg.logger)
         callbacks = sorted([*(build(node, **context) for node in cfg.get("callbacks", {}).values()), logger],
                            key=lambda callback: callback.order)
@@ -54,7 +57,7 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
             if stop:
                 raise Stopped(f"{stop.signal.name} after round {loop.iteration - 1} of {loop.num_rounds}; the "
                               f"checkpoint is saved: continue with `rlhp-train resume={run.path}`", stop.signal)
-            result = evaluate(loop, context["env"], cfg.evaluation.episodes, cfg.evaluation.correlation_steps,
+            result = evaluate(loop, env, cfg.evaluation.episodes, cfg.evaluation.correlation_steps,
                               cfg.seed)
             name = cfg.optimized_metric or ("true_return_mean" if "true_return_mean" in result
                                             else "reward_correlation")
@@ -81,10 +84,20 @@ def optimized_value(result: dict[str, Any]) -> float:
     return math.nan if value is None else float(value)
 
 
-def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tuple[Loop, DictConfig, list[str]]:
+def pretrain(loop: Loop, cloning: BehaviourCloning, episodes: int, seed: int, run: RunFolder) -> None:
+    """Behavioural cloning of the loop's agent before its first round (``pretrain.json``)."""
+    if not loop.source.agent.trains:
+        raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
+    write_json(run.path / "pretrain.json",
+               clone_and_evaluate(cloning, loop.source.agent.algorithm, loop.env.unrecorded(), episodes, seed))
+
+
+def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
+                    ) -> tuple[Loop, DictConfig, list[str], bool]:
     """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
-    overrides it runs under. A folder that holds checkpoints resumes by itself when the config is the
-    same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved config."""
+    overrides it runs under and whether it is new. A folder that holds checkpoints resumes by itself when the
+    config is the same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved
+    config."""
     if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
         raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
     if run.finished():
@@ -96,11 +109,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tu
             raise ConfigError("resume", f"{cfg.resume!r} holds no complete checkpoint to resume from")
         loop = compose(cfg, run.path)
         run.write_record(cfg, overrides)  # a folder holding an older record keeps it until now
-        if cfg.get("pretrain") is not None:  # behavioural cloning before the first round
-            if not loop.source.agent.trains:
-                raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
-            write_json(run.path / "pretrain.json", clone_and_evaluate(cfg, loop.source.agent.algorithm))
-        return loop, cfg, overrides
+        return loop, cfg, overrides, True
     path, loop, saved, saved_overrides = found
     if cfg.resume is not None:
         extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))]
@@ -113,7 +122,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]) -> tu
             raise ConfigError(differ[0], f"differs from the run already in {str(run.path)!r} ({len(differ)} keys "
                               f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
     log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
-    return loop, saved, saved_overrides
+    return loop, saved, saved_overrides, False
 
 
 def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:

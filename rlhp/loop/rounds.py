@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from rlhp.data import Trajectory
+from rlhp.envs import GymEnv
 from rlhp.errors import DivergedError
 from rlhp.feedback import Answers
 from rlhp.feedback.gatherer import no_answers
@@ -97,6 +98,7 @@ class Loop:
     lets the reward-learning part learn (nothing, for the ceiling), then trains the agent on its reward.
 
     Args:
+        env: the run's env, which the source's copies are made from (the final evaluation makes its own).
         source: where trajectories come from; its agent is trained.
         reward_learning: what each round learns before the agent trains (:mod:`rlhp.loop.learning`).
         num_rounds: rounds to run.
@@ -106,8 +108,9 @@ class Loop:
     loop, so a run resumed after its last round still has them).
     """
 
-    def __init__(self, source: TrajectorySource, reward_learning: RewardLearning, num_rounds: int,
+    def __init__(self, env: GymEnv, source: TrajectorySource, reward_learning: RewardLearning, num_rounds: int,
                  total_timesteps: int) -> None:
+        self.env = env
         self.source, self.reward_learning, self.total_timesteps = source, reward_learning, total_timesteps
         # Cumulative step targets: what one round could not fit in whole rollouts, the next trains.
         self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(num_rounds))).tolist()
