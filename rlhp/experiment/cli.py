@@ -223,6 +223,13 @@ def unknown_option(argv: list[str]) -> ConfigError | None:
     return None
 
 
+def _check_overrides(command: str, argv: list[str]) -> None:
+    """What every command checks of its overrides before Hydra reads them, ending in one line at the first
+    refusal: Hydra's grammar, groups by an old name, options that do not exist."""
+    for check in (unreadable_override, moved_group, unknown_option):
+        _refuse(check(argv), command)
+
+
 def _leaving() -> None:
     """Ignore further Ctrl-C: the process is exiting, and one more must not end it in a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -230,9 +237,7 @@ def _leaving() -> None:
 
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
-    _refuse(unreadable_override(sys.argv[1:]), "rlhp-train")
-    _refuse(moved_group(sys.argv[1:]), "rlhp-train")
-    _refuse(unknown_option(sys.argv[1:]), "rlhp-train")
+    _check_overrides("rlhp-train", sys.argv[1:])
     _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
@@ -269,8 +274,7 @@ def _train_main(cfg: DictConfig) -> float:
 
 def bc_main() -> None:
     """``rlhp-bc``: behavioural cloning alone, as configured in ``rlhp/conf/bc.yaml``."""
-    _refuse(unreadable_override(sys.argv[1:]), "rlhp-bc")
-    _refuse(unknown_option(sys.argv[1:]), "rlhp-bc")
+    _check_overrides("rlhp-bc", sys.argv[1:])
     _bc_main()
 
 
@@ -283,8 +287,7 @@ def _bc_main(cfg: DictConfig) -> float:
 
 def collect_main() -> None:
     """``rlhp-collect``: an expert's demonstrations as a dataset, as configured in ``rlhp/conf/collect.yaml``."""
-    _refuse(unreadable_override(sys.argv[1:]), "rlhp-collect")
-    _refuse(unknown_option(sys.argv[1:]), "rlhp-collect")
+    _check_overrides("rlhp-collect", sys.argv[1:])
     _collect_main()
 
 
