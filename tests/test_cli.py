@@ -207,7 +207,7 @@ def test_bad_datasets_name_the_path_and_the_problem(train, tmp_path):
         in proc.stderr
     for path, message in ((tmp_path / "empty", "(from trajectories.path) is not a dataset: no save_to_disk files "
                                                "(state.json) and no Parquet"),
-                          (tmp_path / "arrow", "could not be read, the Arrow data may be truncated"),
+                          (tmp_path / "arrow", "could not be read, its files may be damaged or truncated"),
                           (source / "trajectories", "has Parquet files that could not be read")):
         _, proc = train("trajectories=dataset", f"trajectories.path={path}", name="bad", check=False)
         assert proc.returncode == 3 and f"rlhp-train: data error: '{path}' {message}" in proc.stderr
