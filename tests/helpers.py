@@ -23,6 +23,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
 from wandb.proto import wandb_internal_pb2
 
+import rlhp.experiment.cli as cli
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.trajectory import Nested
 
@@ -73,8 +74,10 @@ def config_groups(skip: set[str] = frozenset()) -> list[str]:
 
 
 def group_options(group: str) -> list[str]:
-    """The options of a config group (its YAML files' names)."""
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    """The options of a config group (its YAML files' names), as the command line reads them."""
+    options = cli.group_options(group)
+    assert options is not None, f"{group} is not a config group of rlhp's"
+    return options
 
 
 def composed(config: str, overrides: list[str], hydra: bool = False) -> DictConfig:
