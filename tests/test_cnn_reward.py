@@ -15,6 +15,7 @@ from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import MinAtarEnv
 from rlhp.errors import ArgumentError
 from rlhp.rewards import CnnRewardNet
+from rlhp.rewards.bodies import Dropout
 from rlhp.sources import AgentTrainer
 from rlhp.sources.extractors import SmallGridCNN
 from rlhp.training import RewardTrainer
@@ -152,7 +153,7 @@ def test_the_defaults_are_the_papers_and_every_option_reaches_the_net():
     widest = CnnRewardNet(GRID, ACTIONS, dense=65_536, convs=[[1, 10, 1]])  # a 1x1 map keeps the widest dense small
     assert widest.body.dense.first_weight.shape[-1] == 65_536
     assert any(isinstance(layer, torch.nn.BatchNorm2d) for layer in paper.body.convs)
-    assert [layer.p for layer in paper.body.convs if isinstance(layer, torch.nn.Dropout)] == [0.5] * 4
+    assert [layer.p for layer in paper.body.convs if isinstance(layer, Dropout)] == [0.5] * 4
     net = CnnRewardNet(GRID, ACTIONS, dense=1, dropout=0.0, batch_norm=False, shaping_gamma=0.9, input_clip=5.0,
                        normalize_input=True, std_coef=0.5, convs=[[4096, 1, 1]],  # the bounds are allowed
                        use_next_state=True)
@@ -196,3 +197,18 @@ def test_a_dqn_on_minatar_frames_has_its_image_replay_buffer_relabelled_in_chunk
             # float32 convolutions of a batch and of one frame sum in different orders
             assert buffer.rewards[i, copy] == pytest.approx(want, rel=1e-4, abs=1e-4)
     assert not np.allclose(stale, buffer.rewards, rtol=1e-2)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_zeroes_its_share_scales_the_rest_and_draws_from_torchs_generator(p):
+    layer, x = Dropout(p), torch.full((200_000,), 2.0, requires_grad=True)
+    torch.manual_seed(0)
+    out = layer(x)
+    zeroed = (out == 0).float().mean().item()
+    assert abs(zeroed - p) < 0.005  # 200,000 draws: the share's standard error is under 0.0012
+    torch.testing.assert_close(out[out != 0], torch.full_like(out[out != 0], 2.0 / (1 - p)))
+    out.sum().backward()  # the gradient passes where the value did, scaled alike
+    torch.testing.assert_close(x.grad, (out.detach() != 0).float() / (1 - p))
+    torch.manual_seed(0)
+    torch.testing.assert_close(layer(x), out)  # a seed gives the mask back: exact resume restores torch's state
+    assert layer.eval()(x) is x

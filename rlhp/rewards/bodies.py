@@ -64,6 +64,21 @@ class BatchedMLP(nn.Module):
         return torch.linalg.vecdot(h, w_out.transpose(1, 2)) + b_out.squeeze(-1)
 
 
+class Dropout(nn.Module):
+    """Dropout whose mask comes from uniform draws: torch's own (Bernoulli draws) is 2-3x slower on a CPU, where
+    it took half of a CNN reward model's training time; the same distribution, from torch's generator."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` with each element zeroed with probability p and the rest scaled by 1 / (1 - p), in train mode."""
+        if not self.training:
+            return x
+        return x * (torch.rand_like(x) >= self.p).to(x.dtype).mul_(1 / (1 - self.p))
+
+
 class BatchedCNN(nn.Module):
     """``members`` independent CNNs over image inputs, then a dense layer and a scalar output, evaluated together.
 
@@ -90,12 +105,13 @@ class BatchedCNN(nn.Module):
                 layers.append(nn.BatchNorm2d(members * filters))
             layers.append(nn.LeakyReLU(negative_slope, inplace=True))
             if dropout:
-                layers.append(nn.Dropout(dropout))
+                layers.append(Dropout(dropout))
             depth, height, width = filters, (height - kernel) // stride + 1, (width - kernel) // stride + 1
             if min(height, width) < 1:
                 raise ArgumentError("convs", f"{convs} shrink a {frame_shape[1]}x{frame_shape[2]} frame to nothing; "
                                     "use smaller kernels or strides")
-        self.convs = nn.Sequential(*layers)
+        # Channels-last: the CPU's convolution and batch norm run 2.4x as fast on it as on (N, C, H, W).
+        self.convs = nn.Sequential(*layers).to(memory_format=torch.channels_last)
         self.dense = BatchedMLP(members, depth * height * width + in_dim - self.image_dim, [dense], negative_slope)
         self._in_dim = in_dim
 
@@ -121,7 +137,7 @@ class BatchedCNN(nn.Module):
         # Members side by side along channels: every member sees the same images, or its own (bootstrap).
         images = (images[0].repeat(1, self.members, 1, 1) if groups == 1
                   else images.transpose(0, 1).reshape(n, groups * depth, height, width))
-        h = self.convs(images).reshape(n, self.members, -1).transpose(0, 1)
+        h = self.convs(images.contiguous(memory_format=torch.channels_last)).reshape(n, self.members, -1).transpose(0, 1)
         if x.shape[-1] > self.image_dim:
             h = torch.cat([h, x[..., self.image_dim:].expand(self.members, -1, -1)], dim=-1)
         return self.dense.features(h)

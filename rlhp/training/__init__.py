@@ -1,10 +1,12 @@
 """Reward-model training on preferences, and the parts that change what it learns from: crops of the
-fragments, pseudo-labels on unlabelled pairs, and which labels it believes."""
+fragments, pseudo-labels on unlabelled pairs, which labels it believes, and which a pass covers."""
 
 from rlhp.training.augment import Crop, TemporalCrop, WholeFragments
 from rlhp.training.filters import DropContradicted, KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabelled, PseudoLabeller, PseudoLabels
+from rlhp.training.replay import AllLabels, LabelReplay, RecentWindow
 from rlhp.training.trainer import PairScores, RewardTrainer, summarise
 
-__all__ = ["Crop", "DropContradicted", "KeepAll", "LabelFilter", "NoPseudoLabels", "PairScores", "PseudoLabelled",
-           "PseudoLabeller", "PseudoLabels", "RewardTrainer", "TemporalCrop", "WholeFragments", "summarise"]
+__all__ = ["AllLabels", "Crop", "DropContradicted", "KeepAll", "LabelFilter", "LabelReplay", "NoPseudoLabels", "PairScores",
+           "PseudoLabelled", "PseudoLabeller", "PseudoLabels", "RecentWindow", "RewardTrainer", "TemporalCrop",
+           "WholeFragments", "summarise"]

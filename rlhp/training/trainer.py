@@ -24,8 +24,9 @@ from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training.augment import Crop, WholeFragments
 from rlhp.training.filters import KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
+from rlhp.training.replay import AllLabels, LabelReplay
 
-WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL = WholeFragments(), NoPseudoLabels(), KeepAll()
+WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL, ALL_LABELS = WholeFragments(), NoPseudoLabels(), KeepAll(), AllLabels()
 
 
 class PairScores(NamedTuple):
@@ -73,7 +74,7 @@ class RewardTrainer:
         lr: AdamW learning rate.
         batch_size: pairs per optimiser step.
         minibatch_size: pairs per forward/backward (gradient accumulation); divides batch_size.
-        epochs: passes over the data per call of :meth:`train`.
+        epochs: passes per call of :meth:`train` (each over the pairs ``replay`` draws).
         weight_decay: AdamW weight decay (the starting value when it adapts).
         val_split: fraction of pairs held out to measure over-fitting (0: none).
         weight_decay_adapt: when > 1 and val_split > 0, multiply the weight decay by it after an
@@ -85,6 +86,7 @@ class RewardTrainer:
         crop: the steps of each pair a training batch scores (SURF's temporal crops, or whole fragments).
         pseudo_labels: what it learns from unlabelled pairs (SURF's confident pseudo-labels, or nothing).
         label_filter: which labels it trains on each epoch (all, or not those it confidently contradicts).
+        replay: which pairs a pass covers (every label, or a bounded window of new ones and a replay sample).
     """
 
     WEIGHT_DECAY_RANGE = 100.0
@@ -97,7 +99,7 @@ class RewardTrainer:
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0,
                  crop: Crop = WHOLE_FRAGMENTS, pseudo_labels: PseudoLabeller = NO_PSEUDO_LABELS,
-                 label_filter: LabelFilter = KEEP_ALL) -> None:
+                 label_filter: LabelFilter = KEEP_ALL, replay: LabelReplay = ALL_LABELS) -> None:
         for name, value in (("batch_size", batch_size), ("epochs", epochs),
                             ("minibatch_size", 1 if minibatch_size is None else minibatch_size)):
             if value < 1:
@@ -124,7 +126,7 @@ class RewardTrainer:
         self.epochs, self.val_split = epochs, val_split
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
-        self.crop, self.pseudo_labels, self.label_filter = crop, pseudo_labels, label_filter
+        self.crop, self.pseudo_labels, self.label_filter, self.replay = crop, pseudo_labels, label_filter, replay
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
@@ -243,7 +245,7 @@ class RewardTrainer:
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             keep = self.label_filter.keep(lambda: self.label_probs(inputs, labels), labels, trained_on)
             self.net.train(True)
-            shuffled = torch.as_tensor(sample[:, self.rng.permutation(sample.shape[1])], device=device)
+            shuffled = torch.as_tensor(self.replay.draw(sample, self.rng), device=device)
             shuffled_labels, shuffled_keep = labels[shuffled], keep[shuffled]
             seen, pseudo = [], []  # each batch's returns as trained on: the epoch's figures come from them at once
             for start in range(0, shuffled.shape[1], self.batch_size):
