@@ -4,9 +4,12 @@ Two runs started together share the machine's speed (a VM's drifts by about 10% 
 ratio is steadier than one of two sweeps run at different times. For each seed it starts
 ``rlhp-train experiment=<name> seed=N`` and the same with ``reward_learning=none`` at once, each in its own
 folder under ``--root`` (a finished pair is reused), then reads both run folders' ``wall_s`` and prints a
-table: per seed, and the ratio of the summed times. Run it on an otherwise idle machine with two cores.
+table: per seed, the wall times and true returns, and the ratio of the summed times. Each run gets one core
+(``OMP_NUM_THREADS=1``); run it on an otherwise idle machine with two cores. ``--override`` changes both runs
+(a setting under test), ``--first-seed`` starts the seeds elsewhere (fresh seeds).
 
     python scripts/bench_paired.py --experiment cartpole --seeds 10 --out docs/benchmarks.md
+    python scripts/bench_paired.py --experiment minatar_breakout --seeds 3 --first-seed 3 --root <runs>
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 from bench_suite import BIN, wall
 from docblock import show
 
 from rlhp.report.folders import Run, find_runs
 
 
-def run_pair(root: Path, experiment: str, seed: int) -> tuple[Run, Run]:
+def run_pair(root: Path, experiment: str, seed: int, overrides: list[str]) -> tuple[Run, Run]:
     """The finished loop and ceiling runs of ``seed``, both started at once unless both finished."""
     folders = {"loop": root / "loop" / str(seed), "ceiling": root / "ceiling" / str(seed)}
     extra = {"loop": [], "ceiling": ["reward_learning=none"]}
@@ -34,7 +38,7 @@ def run_pair(root: Path, experiment: str, seed: int) -> tuple[Run, Run]:
                              f"{folders['ceiling']}")
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         procs = [subprocess.Popen([str(BIN / "rlhp-train"), f"experiment={experiment}", f"seed={seed}", "logger=none",
-                                   f"hydra.run.dir={folders[k]}", *extra[k]],
+                                   f"hydra.run.dir={folders[k]}", *overrides, *extra[k]],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
                  for k in folders]
         print(f"seed {seed}: the loop and its ceiling, in {root}", flush=True)
@@ -47,23 +51,33 @@ def run_pair(root: Path, experiment: str, seed: int) -> tuple[Run, Run]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default="cartpole")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=10, help="how many seeds")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (the rest follow it)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for both runs of every pair (repeat for more)")
     parser.add_argument("--root", type=Path, default=Path("outputs/bench_paired"))
     parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
     parser.add_argument("--block", default="bench_paired", help="the marked block of --out to write")
     args = parser.parse_args()
 
-    pairs = [run_pair(args.root, args.experiment, seed) for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    pairs = [run_pair(args.root, args.experiment, seed, args.override) for seed in seeds]
     loop, ceiling = wall([loop for loop, _ in pairs]), wall([ceiling for _, ceiling in pairs])
+    returns = np.array([[run.evaluation["true_return_mean"] for run in pair] for pair in pairs])
     ratio = loop / ceiling
-    rows = "\n".join(f"| {seed} | {a:.1f} | {b:.1f} | {r:.2f}x |"
-                     for seed, (a, b, r) in enumerate(zip(loop, ceiling, ratio, strict=True)))
-    text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}` on "
-            f"{os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train experiment={args.experiment} "
-            f"seed=N` beside the same with `reward_learning=none`, started together; wall time is the loop's "
-            f"`wall_s`.\n\n| seed | loop s | ceiling s | ratio |\n|---:|---:|---:|---:|\n{rows}\n"
+    rows = "\n".join(f"| {seed} | {a:.1f} | {b:.1f} | {r:.2f}x | {ra:.1f} | {rb:.1f} |"
+                     for seed, a, b, r, (ra, rb) in zip(seeds, loop, ceiling, ratio, returns, strict=True))
+    options = "".join(f" --override {o}" for o in args.override)
+    first = f" --first-seed {args.first_seed}" if args.first_seed else ""
+    text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}{first}"
+            f"{options}` on {os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train "
+            f"experiment={args.experiment}{''.join(' ' + o for o in args.override)} seed=N` beside the same with "
+            "`reward_learning=none`, started together, one core each; wall time is the loop's `wall_s`, return the "
+            "final true return (eval.json).\n\n| seed | loop s | ceiling s | ratio | loop return | ceiling return |\n"
+            f"|---:|---:|---:|---:|---:|---:|\n{rows}\n"
             f"| all | {loop.sum():.1f} | {ceiling.sum():.1f} | {loop.sum() / ceiling.sum():.2f}x "
-            f"({ratio.min():.2f}x-{ratio.max():.2f}x a pair) |")
+            f"({ratio.min():.2f}x-{ratio.max():.2f}x a pair) | {returns[:, 0].mean():.1f} | {returns[:, 1].mean():.1f} "
+            f"({100 * returns[:, 0].mean() / returns[:, 1].mean():.0f}% of it) |")
     show(text, args.out, args.block)
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 from helpers import FAST, run_cli
+
+# JAX's persistent compilation cache, shared by the test processes: SBX's agents compile the same functions in
+# every run of a test, and a compile costs seconds on a CPU (the commands the tests start inherit it).
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-jax-cache"))
 
 
 @pytest.fixture

@@ -57,6 +57,9 @@ OPTION_NEEDS = {
     ("env", "gym"): ["env.id=Pendulum-v1", "agent=sac"],
     ("agent", "sac"): ["env=gym", "env.id=Pendulum-v1"],  # continuous actions
     ("agent", "td3"): ["env=gym", "env.id=Pendulum-v1"],
+    ("agent", "sbx_sac"): ["env=gym", "env.id=Pendulum-v1"],
+    ("agent", "tqc"): ["env=gym", "env.id=Pendulum-v1"],
+    ("agent", "crossq"): ["env=gym", "env.id=Pendulum-v1"],
     ("reward_net", "cnn"): ["env=minatar"],  # image observations
     ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
 }

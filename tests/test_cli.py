@@ -248,6 +248,7 @@ def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train
 @pytest.mark.parametrize(("override", "key", "what", "extra"), [
     ("hparams_search=cartpole", "hparams_search", "Hydra's Optuna sweeper", "search"),
     ("hydra/launcher=ray", "hydra/launcher", "Hydra's Ray launcher", "ray"),
+    ("agent=crossq", "agent", "SBX's JAX agents", "jax"),
 ])
 def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_path, override, key, what, extra):
     # The entry point as installed, with the extra's plugin absent (it is installed in the test venv).
@@ -366,3 +367,15 @@ def test_a_mujoco_env_that_ends_early_is_refused_naming_the_one_key_that_fixes_i
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
     assert proc.returncode == 5 and "Traceback" not in proc.stderr
     assert "To fix it, add +env.kwargs.terminate_when_unhealthy=false (Hopper-v5's episodes" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_sb3_agents_run_without_the_jax_extra(tmp_path):
+    # jax and sbx made unimportable: an SB3 run must not touch them (the jax extra is optional).
+    code = ("import sys; sys.modules['jax'] = sys.modules['sbx'] = None; import rlhp.experiment.cli as cli; "
+            "sys.argv = ['rlhp-train', *sys.argv[1:]]; cli.train_main()")
+    proc = subprocess.run([sys.executable, "-c", code, "debug=fast", "logger=none", "env=gym", "env.id=Pendulum-v1",
+                           "agent=sac", "agent.learning_starts=100", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "run" / "eval.json").is_file()

@@ -238,17 +238,20 @@ OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "env=gy
               "reward_net.use_action=true"]
 
 
-def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path):
+@pytest.mark.parametrize("agent", ["sac", "sbx_sac", "tqc", "crossq"])
+def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path, agent):
+    # SBX's agents (JAX) hold closures and jitted functions that only cloudpickle stores.
+    overrides = [*OFF_POLICY, f"agent={agent}"]
     whole = tmp_path / "whole"
-    run_cli("rlhp-train", *OFF_POLICY, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
     run_dir = tmp_path / "run"
     killed = subprocess.run([sys.executable, "-c", KILLER, "rlhp.sources.agent", "AgentTrainer.train", "3",
-                             *OFF_POLICY, f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True,
+                             *overrides, f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True,
                             timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of resume.pt
     assert all((p / "resume.pt").stat().st_size < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
-    run_cli("rlhp-train", *OFF_POLICY, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(run_dir) == untimed_rows(whole)
     # Pruning leaves exactly the chunks that the kept checkpoints use.

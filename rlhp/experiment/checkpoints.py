@@ -32,13 +32,13 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import random
 import shutil
 import types
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -126,14 +126,19 @@ def _from_chunks(dtype: str, shape: tuple[int, ...], hashes: list[str]) -> np.nd
     return out
 
 
-class _ChunkingPickler(pickle.Pickler):
-    """A pickler that sends large arrays to the chunk store of the save in progress."""
+class _ChunkingPickler(cloudpickle.Pickler):
+    """A pickler that sends large arrays to the chunk store of the save in progress.
+
+    It is cloudpickle's (SB3 saves its agents' schedules with it too): a JAX agent holds closures (optax's
+    optimisers) and jitted functions that the standard pickler refuses, and cloudpickle stores those by value;
+    whatever can be imported is still stored by reference, and the file loads with the standard unpickler.
+    """
 
     def reducer_override(self, obj: Any) -> Any:
-        """Large plain arrays go to the chunk store; everything else pickles as usual."""
+        """Large plain arrays go to the chunk store; everything else pickles as cloudpickle does."""
         if type(obj) is np.ndarray and obj.nbytes >= LARGE and not obj.dtype.hasobject:
             return _STORE.get().store(obj)
-        return NotImplemented
+        return super().reducer_override(obj)
 
 
 _chunking = types.ModuleType("rlhp_chunking_pickle")

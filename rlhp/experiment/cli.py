@@ -124,6 +124,9 @@ EXTRAS = {
     "hydra/launcher=ray": ("hydra_plugins.hydra_ray_launcher", "ray", "Hydra's Ray launcher"),
     "env=atari": ("ale_py", "atari", "the Atari games"),
     "env=minatar": ("minatar", "minatar", "the MinAtar games"),
+    "agent=sbx_sac": ("sbx", "jax", "SBX's JAX agents"),
+    "agent=tqc": ("sbx", "jax", "SBX's JAX agents"),
+    "agent=crossq": ("sbx", "jax", "SBX's JAX agents"),
 }
 """Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
 
