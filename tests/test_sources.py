@@ -1,5 +1,6 @@
 """Trajectory sources through their typed interface: who trains an agent, and state round trips."""
 
+import contextlib
 import functools
 import pickle
 
@@ -17,6 +18,7 @@ from rlhp.rewards import EnvReward, RewardNet
 from rlhp.sources import AgentTrainer, DatasetSource
 from rlhp.sources.exploration import StateEntropyReward
 from rlhp.sources.policies import GaussianActionNoise, random_policy
+from rlhp.sources.reward_env import RewardVecEnvWrapper
 from rlhp.sources.rollout import rollout
 
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
@@ -223,3 +225,29 @@ def test_pebble_trains_on_state_entropy_once_before_the_first_sample():
     assert np.concatenate([r for _, r in given]).std() > 0  # not CartPole's constant 1 or the untrained net
     source.sample(100)
     assert "unsupervised_steps" not in source.metrics() and source.algorithm.num_timesteps == 512
+
+
+def test_an_on_policy_rollout_is_paid_its_learned_reward_in_one_pass_as_it_would_be_step_by_step(monkeypatch):
+    # Truncated 20-step episodes inside 64-step rollouts: SB3 adds a value bootstrap to a truncated step's reward,
+    # which must survive the later payment. No output normalisation, so both ways score the same rewards.
+    def rollout_buffer(per_step: bool) -> tuple[object, int]:
+        torch.manual_seed(0)
+        net = RewardNet(*ENV.spaces(), hidden_sizes=[8], normalize_output=False)
+        calls = []
+        score = net.agent_reward
+        monkeypatch.setattr(net, "agent_reward", lambda *a, **k: calls.append(len(a[0])) or score(*a, **k))
+        if per_step:  # the step-by-step way: nothing deferred, nothing paid at a rollout's end
+            monkeypatch.setattr(RewardVecEnvWrapper, "deferred", contextlib.nullcontext)
+            monkeypatch.setattr(agent_module.PayRollout, "_on_rollout_end", lambda self: None)
+        source = AgentTrainer(functools.partial(PPO, "MlpPolicy", device="cpu", n_steps=64, batch_size=64,
+                                                n_epochs=1), ENV, net, seed=0, rng=np.random.default_rng(0),
+                              max_episode_steps=20)
+        source.train(256)
+        monkeypatch.undo()
+        return source.algorithm.rollout_buffer, calls
+
+    (paid, paid_calls), (stepped, step_calls) = rollout_buffer(False), rollout_buffer(True)
+    assert paid_calls == [128] * 2 and step_calls == [2] * 128  # two rollouts of 64 steps of 2 env copies
+    for name in ("rewards", "advantages", "returns", "values"):
+        np.testing.assert_allclose(getattr(paid, name), getattr(stepped, name), rtol=1e-5, atol=1e-6)
+    assert (paid.episode_starts[1:] == 1).any()  # episodes ended inside the rollout

@@ -137,7 +137,8 @@ class BatchedCNN(nn.Module):
         # Members side by side along channels: every member sees the same images, or its own (bootstrap).
         images = (images[0].repeat(1, self.members, 1, 1) if groups == 1
                   else images.transpose(0, 1).reshape(n, groups * depth, height, width))
-        h = self.convs(images.contiguous(memory_format=torch.channels_last)).reshape(n, self.members, -1).transpose(0, 1)
+        h = self.convs(images.contiguous(memory_format=torch.channels_last))
+        h = h.reshape(n, self.members, -1).transpose(0, 1)
         if x.shape[-1] > self.image_dim:
             h = torch.cat([h, x[..., self.image_dim:].expand(self.members, -1, -1)], dim=-1)
         return self.dense.features(h)

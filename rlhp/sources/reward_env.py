@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,16 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         """While set, the agent gets this reward of the next observations instead (unsupervised pre-training)."""
         self._obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
+        self.deferring = False
+        """While true (inside :meth:`deferred`), the agent gets 0 a step and :meth:`pay_deferred` pays later."""
+        self._pending: list[tuple[np.ndarray, ...]] = []
 
     def __getstate__(self) -> dict[str, Any]:
         # SB3 keeps the class's members here (unpicklable descriptors); they come back from the class.
         return {k: v for k, v in self.__dict__.items() if k != "class_attributes"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"deferring": False, "_pending": [], **state})  # checkpoints from before deferral
         self.class_attributes = dict(inspect.getmembers(self.__class__))
 
     def reset(self) -> np.ndarray:
@@ -56,8 +60,31 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         next_obs = next_observations(obs, dones, infos)
         if self.intrinsic is not None:
             rews = self.intrinsic(next_obs)
+        elif self.deferring:
+            self._pending.append((self._obs, self._acts, next_obs, terminations(dones, infos), true_rews))
+            rews = np.zeros(len(true_rews), np.float32)
         else:
             rews = self.reward.agent_reward(self._obs, self._acts, next_obs, terminations(dones, infos), true_rews)
         self.recorder.record(self._obs, self._acts, true_rews, dones, infos, next_obs)
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """While open, each step's learned reward waits for :meth:`pay_deferred` (the agent gets 0 meanwhile);
+        steps left unpaid at its close are dropped."""
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring, self._pending = False, []
+
+    def pay_deferred(self, max_bytes: int) -> np.ndarray:
+        """The reward of every step taken while :attr:`deferring` since the last call, (steps, n_envs), scored in
+        batched passes of at most ``max_bytes`` of float input each (an observation and the next per step)."""
+        pending, self._pending = self._pending, []
+        columns = [np.stack(column) for column in zip(*pending, strict=True)]  # each (steps, n_envs, ...)
+        chunk = max(1, max_bytes // (2 * 4 * columns[0][0].size))
+        paid = [self.reward.agent_reward(*(c[lo:lo + chunk].reshape(-1, *c.shape[2:]) for c in columns))
+                for lo in range(0, len(pending), chunk)]
+        return np.concatenate(paid).reshape(len(pending), self.num_envs).astype(np.float32)

@@ -7,6 +7,6 @@ from rlhp.training.pseudo import NoPseudoLabels, PseudoLabelled, PseudoLabeller,
 from rlhp.training.replay import AllLabels, LabelReplay, RecentWindow
 from rlhp.training.trainer import PairScores, RewardTrainer, summarise
 
-__all__ = ["AllLabels", "Crop", "DropContradicted", "KeepAll", "LabelFilter", "LabelReplay", "NoPseudoLabels", "PairScores",
-           "PseudoLabelled", "PseudoLabeller", "PseudoLabels", "RecentWindow", "RewardTrainer", "TemporalCrop",
-           "WholeFragments", "summarise"]
+__all__ = ["AllLabels", "Crop", "DropContradicted", "KeepAll", "LabelFilter", "LabelReplay", "NoPseudoLabels",
+           "PairScores", "PseudoLabelled", "PseudoLabeller", "PseudoLabels", "RecentWindow", "RewardTrainer",
+           "TemporalCrop", "WholeFragments", "summarise"]
