@@ -221,10 +221,11 @@ def test_cuda_without_a_gpu_is_refused_and_auto_falls_back_to_the_cpu(tmp_path):
 def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_agent_key_has_one():
     import inspect
 
+    import sbx
     import stable_baselines3 as sb3
 
     from rlhp.sources.domains import DOMAINS
-    arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3)
+    arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ)
                  for name in inspect.signature(algo.__init__).parameters}
     assert set(DOMAINS) <= arguments
     for option in options("agent"):

@@ -1,6 +1,7 @@
-"""The domains of stable-baselines3's algorithm arguments. SB3 checks few of them: it accepts ``gamma=1.5``
-and trains on, overflowing, and refuses a negative learning rate only from inside its optimiser. Here
-each is checked before anything is built, and a value outside is named by its full key (``agent.gamma``)."""
+"""The domains of stable-baselines3's algorithm arguments (and of those SBX, its JAX twin, adds). SB3 checks few
+of them: it accepts ``gamma=1.5`` and trains on, overflowing, and refuses a negative learning rate only from
+inside its optimiser. Here each is checked before anything is built, and a value outside is named by its full
+key (``agent.gamma``)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,9 @@ DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
                "cpu, cuda, cuda:<n> or auto"),
     "verbose": (lambda v: v in (0, 1, 2) and not isinstance(v, float), "0, 1 or 2"),
     "sde_sample_freq": (lambda v: v == -1 or _count(1)(v), "an integer of at least 1, or -1"),
+    # SBX's own (agent=sbx_sac, tqc, crossq).
+    "qf_learning_rate": (lambda v: v is None or _positive(v), "null (the learning rate) or a positive finite number"),
+    "top_quantiles_to_drop_per_net": (_count(0), "an integer of at least 0"),
 }
 """Argument -> (the test its value must pass, what the domain is)."""
 
