@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sbx
+import stable_baselines3
 from helpers import run_cli
 from stable_baselines3 import PPO
 
@@ -257,6 +259,10 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     # Pruning leaves exactly the chunks that the kept checkpoints use.
     used = {n for p in (run_dir / "checkpoints").iterdir() for n in (p / "chunks.txt").read_text().split()}
     assert {p.name for p in (run_dir / "chunks").iterdir()} == used
+    # The saved agent loads with its own library alone, no rlhp, and acts.
+    library = {"sac": stable_baselines3.SAC, "sbx_sac": sbx.SAC, "tqc": sbx.TQC, "crossq": sbx.CrossQ}[agent]
+    loaded = library.load(run_dir / "checkpoints" / "final" / "agent.zip", device="cpu")
+    assert loaded.predict(np.zeros(3, np.float32), deterministic=True)[0].shape == (1,)
 
 
 def test_a_refused_command_leaves_the_run_folder_as_it_was(tmp_path):
