@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_suite import BIN
-from docblock import show
+from docblock import add_run_options, show
 
 from rlhp.report.folders import Run, find_runs
 from rlhp.report.stats import mean_ci
@@ -55,11 +55,7 @@ def main() -> None:
     parser.add_argument("--agents", nargs="+", default=AGENTS)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting for every run (repeat for more)")
-    parser.add_argument("--root", type=Path, default=Path("outputs/bench_learners"))
-    parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
-    parser.add_argument("--block", default="bench_learners", help="the marked block of --out to write")
+    add_run_options(parser, "outputs/bench_learners", "bench_learners")
     args = parser.parse_args()
 
     rows = []

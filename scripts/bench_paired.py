@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_suite import BIN, wall
-from docblock import show
+from docblock import add_run_options, show
 
 from rlhp.report.folders import Run, find_runs
 
@@ -53,11 +53,7 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole")
     parser.add_argument("--seeds", type=int, default=10, help="how many seeds")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (the rest follow it)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting for both runs of every pair (repeat for more)")
-    parser.add_argument("--root", type=Path, default=Path("outputs/bench_paired"))
-    parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
-    parser.add_argument("--block", default="bench_paired", help="the marked block of --out to write")
+    add_run_options(parser, "outputs/bench_paired", "bench_paired")
     args = parser.parse_args()
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -38,3 +39,13 @@ def show(text: str, page: Path | None, name: str) -> None:
         print(text)
     else:
         write_block(page, name, text)
+
+
+def add_run_options(parser: argparse.ArgumentParser, root: str, block: str) -> None:
+    """The options of a benchmark that runs ``rlhp-train``: settings for every run, the folder its runs go to
+    (a finished run there is reused), and the page and block it writes."""
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for every run (repeat for more)")
+    parser.add_argument("--root", type=Path, default=Path(root))
+    parser.add_argument("--out", type=Path, default=None, help="write the page here (else print it)")
+    parser.add_argument("--block", default=block, help="the marked block of --out to write")
