@@ -21,7 +21,8 @@ class RewardVecEnvWrapper(VecEnvWrapper):
 
     The net scores (obs, action, next obs, terminated) of each step, where next obs is the
     episode's last observation (not the reset one) and a time-limit truncation is not a
-    termination; the recorder keeps the env's own rewards.
+    termination; the recorder keeps the env's own rewards. Inside :meth:`deferred` the steps are kept and
+    scored later in one pass (an on-policy agent's rollout; see ``rlhp.sources.agent.PayRollout``).
     """
 
     def __init__(self, venv: VecEnv, reward: AgentReward, recorder: TrajectoryRecorder) -> None:
