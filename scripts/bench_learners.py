@@ -43,10 +43,11 @@ def run(root: Path, env: str, agent: str, steps: int, seed: int, overrides: list
 
 
 def speed(run: Run) -> float:
-    """Agent steps per second of the agent's training phase after round 0 (which holds a JAX agent's compiling
-    and the steps before learning starts)."""
-    later = run.rows[1:]
-    return (later[-1]["timesteps"] - run.rows[0]["timesteps"]) / sum(r["time_agent_training_s"] for r in later)
+    """Agent steps per second of the agent's training phase over the run's second half: the first holds the
+    steps before learning starts and a JAX agent's compiling."""
+    half = len(run.rows) // 2
+    later = run.rows[half:]
+    return (later[-1]["timesteps"] - run.rows[half - 1]["timesteps"]) / sum(r["time_agent_training_s"] for r in later)
 
 
 def main() -> None:
@@ -71,8 +72,8 @@ def main() -> None:
             f"{args.steps} --seeds {args.seeds}{options}` on {os.cpu_count()} cores, one run at a time "
             f"({datetime.date.today()}): each agent option with its config's settings on {args.env}'s own reward "
             f"(`reward_learning=none`), {args.steps:,} steps, seeds 0-{args.seeds - 1}; steps/s is the agent's "
-            "training phase after round 0 (a JAX agent compiles there), return the final true return (eval.json), "
-            "wall s the whole loop's.\n\n"
+            "training phase over the run's second half (the first holds the steps before learning starts and a JAX "
+            "agent's compiling), return the final true return (eval.json), wall s the whole loop's.\n\n"
             "| agent | steps/s | true return | wall s |\n|---|---:|---:|---:|\n" + "\n".join(rows))
     show(text, args.out, args.block)
 
