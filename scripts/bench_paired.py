@@ -63,6 +63,9 @@ def main() -> None:
     ratio = loop / ceiling
     rows = "\n".join(f"| {seed} | {a:.1f} | {b:.1f} | {r:.2f}x | {ra:.1f} | {rb:.1f} |"
                      for seed, a, b, r, (ra, rb) in zip(seeds, loop, ceiling, ratio, returns, strict=True))
+    loop_mean, ceiling_mean = returns.mean(0)
+    # A share of a ceiling says something only when returns are positive (Pendulum's are costs).
+    share = f" ({100 * loop_mean / ceiling_mean:.0f}% of it)" if ceiling_mean > 0 else ""
     options = "".join(f" --override {o}" for o in args.override)
     first = f" --first-seed {args.first_seed}" if args.first_seed else ""
     text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}{first}"
@@ -72,8 +75,7 @@ def main() -> None:
             "final true return (eval.json).\n\n| seed | loop s | ceiling s | ratio | loop return | ceiling return |\n"
             f"|---:|---:|---:|---:|---:|---:|\n{rows}\n"
             f"| all | {loop.sum():.1f} | {ceiling.sum():.1f} | {loop.sum() / ceiling.sum():.2f}x "
-            f"({ratio.min():.2f}x-{ratio.max():.2f}x a pair) | {returns[:, 0].mean():.1f} | {returns[:, 1].mean():.1f} "
-            f"({100 * returns[:, 0].mean() / returns[:, 1].mean():.0f}% of it) |")
+            f"({ratio.min():.2f}x-{ratio.max():.2f}x a pair) | {loop_mean:.1f} | {ceiling_mean:.1f}{share} |")
     show(text, args.out, args.block)
 
 
