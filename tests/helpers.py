@@ -21,7 +21,6 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
-from wandb.proto import wandb_internal_pb2
 
 import rlhp.experiment.cli as cli
 from rlhp.data import FragmentPairs, Trajectory
@@ -228,6 +227,8 @@ def wandb_records(run_dir: Path, kind: str) -> list:
     checksum, length, type; 1 = whole, 2/3/4 = first/middle/last part) after a 7-byte W&B header, and
     each record is a ``wandb_internal_pb2.Record``. wandb itself no longer ships a Python reader.
     """
+    from wandb.proto import wandb_internal_pb2  # here: a machine without wandb (a lent GPU) still runs the rest
+
     (path,) = run_dir.glob("wandb/offline-run-*/*.wandb")
     data = path.read_bytes()
     assert data[:4] == b":W&B"

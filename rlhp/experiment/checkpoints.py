@@ -71,8 +71,11 @@ class RunRecord:
 
 
 def global_random_state() -> dict[str, Any]:
-    """The process-wide generators that SB3 and torch draw from (actions, dropout, ...)."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """The process-wide generators that SB3 and torch draw from (actions, dropout, ...), a GPU's among them."""
+    # On device=cuda, dropout and the agent's action sampling draw from the GPU's generators.
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": cuda}
 
 
 def set_global_random_state(state: dict[str, Any]) -> None:
@@ -80,6 +83,8 @@ def set_global_random_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    if state.get("cuda"):  # a run that never used a GPU (or a checkpoint older than this key) has none
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class _Chunks:

@@ -33,6 +33,9 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
     ``optimized_metric``, the name and value of the metric a sweeper optimises) and ``last_round``, the last
     round's metrics."""
     torch.set_num_threads(cfg.torch_threads)
+    # On a GPU, cuDNN's fastest convolutions may add in a racing order, and a run (or its resume after a kill)
+    # would then differ from itself: exact resume is worth their speed. No effect on a CPU.
+    torch.backends.cudnn.deterministic = True
     datasets.disable_progress_bars()  # one bar, the loop's, is enough
     run = RunFolder(launch.run_dir)
     with run.lock():
