@@ -7,6 +7,7 @@ keeps both observations and next observations 8x), and a preference dataset of 5
 fragments under 2.5 GB of peak RSS, measured in a fresh process.
 
     python scripts/bench_pixels.py [--pairs 5500] [--out docs/benchmarks.md]
+    python scripts/bench_pixels.py --device cuda --out docs/benchmarks.md --block bench_pixels_cuda  # a GPU
 """
 
 from __future__ import annotations
@@ -82,8 +83,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5500, help="pairs in the measured preference dataset")
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu", help="where the CNN reward model trains (cpu, cuda)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--block", default="bench_pixels", help="the marked block of --out to write")
     args = parser.parse_args()
+    device = torch.device(args.device)
+    # The machine in words: its CPU cores, and the GPU's name where the model trains on one.
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    machine = f"{os.cpu_count()}-core CPU" + (f" and one {where}" if device.type == "cuda" else ", no GPU")
     if args.child is not None:
         print(json.dumps(pairs_rss(args.pairs, args.child)))
         return
@@ -129,13 +136,15 @@ def main() -> None:
         dataset = PreferenceDataset()
         dataset.push(source, np.ones(len(source), np.float32), np.arange(len(source)))
         torch.manual_seed(0)
-        net = CnnRewardNet(*net_env.spaces(), members=3)
+        net = CnnRewardNet(*net_env.spaces(), members=3).to(device)
         trainer = RewardTrainer(net, np.random.default_rng(0), epochs=2, batch_size=16)
         trainer.train(dataset, epoch_multiplier=0.5)  # warm-up
         start = time.perf_counter()
         trainer.train(dataset)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the GPU's queue is part of the time
         rate = 2 * len(source) / (time.perf_counter() - start)
-        rows.append((f"CNN reward training (3 members, CPU), {name}: pairs/s", f"{rate:,.0f}", ""))
+        rows.append((f"CNN reward training (3 members, {where}), {name}: pairs/s", f"{rate:,.0f}", ""))
     for vectorize in ("dummy", "subproc"):
         venv = AtariEnv(**PONG, n_envs=8, vectorize=vectorize).make(seed=0)
         venv.reset()
@@ -147,14 +156,14 @@ def main() -> None:
         rows.append((f"Pong env steps/s, 8 copies, vectorize={vectorize}", f"{rate:,.0f}", ""))
         venv.close()
     text = "\n".join([
-        f"Written by `python scripts/bench_pixels.py --pairs {args.pairs}` on a {os.cpu_count()}-core CPU, no GPU "
-        f"({time.strftime('%Y-%m-%d')}). Random-policy Pong, 84x84 grey, 4 frames stacked; one frame is "
-        f"{FRAME:,} B.", "",
+        f"Written by `python scripts/bench_pixels.py --pairs {args.pairs}"
+        f"{'' if args.device == 'cpu' else ' --device ' + args.device}` on a {machine} ({time.strftime('%Y-%m-%d')}). "
+        f"Random-policy Pong, 84x84 grey, 4 frames stacked; one frame is {FRAME:,} B.", "",
         "| measure | value | of one frame / target |", "|---|---:|---|",
         *(f"| {a} | {b} | {c} |" for a, b, c in rows)])
     print(text)
     if args.out is not None:
-        write_block(args.out, "bench_pixels", text)
+        write_block(args.out, args.block, text)
 
 
 if __name__ == "__main__":
