@@ -14,6 +14,10 @@ STATE, FINAL_STATE = "recorded_state", "final_recorded_state"
 """Info keys an env that records its states fills (:mod:`rlhp.envs.states`): the state a step starts from,
 and on an episode's last step the state it ends in; a trajectory holds them in ``states``."""
 
+SUCCESS = "is_success"
+"""The info key of an episode's last step that says whether the episode succeeded (SB3's convention; rlhp's
+Meta-World option sets it)."""
+
 Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
 
@@ -217,6 +221,11 @@ def _states(steps: list[list[dict]], env: int) -> np.ndarray | None:
     if STATE not in steps[0][env]:
         return None
     return np.stack([step[env][STATE] for step in steps] + [steps[-1][env][FINAL_STATE]])
+
+
+def successes(episodes: list[Trajectory]) -> np.ndarray:
+    """Whether each episode succeeded, for the episodes whose env says so on their last step (none elsewhere)."""
+    return np.array([bool(t.infos[-1][SUCCESS]) for t in episodes if t.infos and SUCCESS in t.infos[-1]], bool)
 
 
 def digest(trajectories: list[Trajectory]) -> str:

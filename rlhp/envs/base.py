@@ -12,7 +12,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from rlhp.envs.states import StateRecorder, has_physics, physics_state, screen_state
+from rlhp.envs.states import StateRecorder, has_physics, physics_state, screen_state, set_physics_state
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
@@ -118,9 +118,18 @@ class GymEnv:
         twin.recording = False
         return twin
 
+    def restorable(self, env: gym.Env) -> bool:
+        """Whether a copy's steps can be drawn again from a state :meth:`write_state` puts it in (a MuJoCo
+        env's physics), rather than kept as the screens it rendered."""
+        return has_physics(env)
+
     def read_state(self, env: gym.Env) -> np.ndarray:
-        """What a copy needs to draw a step again: a MuJoCo env's physics state, else its screen."""
-        return physics_state(env) if has_physics(env) else screen_state(env)
+        """What a copy needs to draw a step again: its physics state where restorable, else its screen."""
+        return physics_state(env) if self.restorable(env) else screen_state(env)
+
+    def write_state(self, env: gym.Env, state: np.ndarray) -> None:
+        """Put a copy in ``state`` (from :meth:`read_state` of a restorable env), to draw it."""
+        set_physics_state(env, state)
 
     def register(self) -> None:
         """Have the package that owns this option's ids register them in this process (here gymnasium's own)."""

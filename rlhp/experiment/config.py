@@ -24,6 +24,7 @@ OPTIMIZABLE = {
     # eval.json
     "true_return_mean": "the final policy's mean true return (deterministic episodes)",
     "true_return_std": "its standard deviation",
+    "success_rate": "the share of its episodes that succeeded at any step (envs that say: env=metaworld)",
     "reward_correlation": "Pearson correlation of learned and true reward on held-out transitions",
     # the last round's metrics
     "reward_loss": "cross-entropy of the reward model on its training pairs",

@@ -8,6 +8,7 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
 
+from rlhp.data.trajectory import SUCCESS
 from rlhp.envs import GymEnv
 from rlhp.loop import Loop
 from rlhp.rewards import RewardNet, reward_correlation
@@ -17,13 +18,24 @@ from rlhp.sources.rollout import rollout
 
 
 def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: int) -> dict[str, float]:
-    """Mean and std of the true return over deterministic episodes on fresh envs."""
+    """Mean and std of the true return over deterministic episodes on fresh envs, and the share of them that
+    succeeded where the env says (``success_rate``: Meta-World's, success at any step of an episode)."""
     venv = env.make(seed, n_envs=min(episodes, env.n_envs))
+    succeeded: list[bool] = []
+
+    def note_success(locals_: dict[str, Any], _: dict[str, Any]) -> None:
+        info = locals_["info"]
+        if locals_["done"] and "episode" in info and SUCCESS in info:  # an episode evaluate_policy counts
+            succeeded.append(bool(info[SUCCESS]))
+
     returns, _ = evaluate_policy(algorithm, venv, n_eval_episodes=episodes, deterministic=True,
-                                 return_episode_rewards=True)
+                                 return_episode_rewards=True, callback=note_success)
     venv.close()
-    return {"true_return_mean": float(np.mean(returns)), "true_return_std": float(np.std(returns)),
-            "episodes": episodes}
+    result = {"true_return_mean": float(np.mean(returns)), "true_return_std": float(np.std(returns)),
+              "episodes": episodes}
+    if succeeded:
+        result["success_rate"] = float(np.mean(succeeded))
+    return result
 
 
 def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int, seed: int) -> dict[str, Any]:
@@ -60,6 +72,8 @@ def headline(result: dict[str, Any]) -> str:
     if "true_return_mean" in result:
         parts.append(f"true return {result['true_return_mean']:.1f} ± {result['true_return_std']:.1f} over "
                      f"{result['episodes']} episodes")
+    if "success_rate" in result:
+        parts.append(f"success {100 * result['success_rate']:.0f}%")
     if "reward_correlation" in result:
         corr = result["reward_correlation"]
         parts.append(f"reward correlation {'n/a' if corr is None else f'{corr:.3f}'}")

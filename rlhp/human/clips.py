@@ -29,7 +29,7 @@ from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from rlhp.data import FragmentPairs
 from rlhp.envs import AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.atari import CONSOLE_HZ, replay
-from rlhp.envs.states import has_physics, set_physics_state, shrunk_screen
+from rlhp.envs.states import has_physics, shrunk_screen
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -182,9 +182,11 @@ class PhysicsFrames:
     slow = True
 
     def __init__(self, env: GymEnv, width: int, fps: float = 25.0) -> None:
+        self.option = env
         self.env = env.make_single(render_mode="rgb_array", width=width, height=width // 4 * 3)
         self.env.reset(seed=0)
-        without_shadows(self.env)
+        if has_physics(self.env):  # gymnasium's MuJoCo envs; others keep their lights as they are
+            without_shadows(self.env)
         native = float(self.env.metadata.get("render_fps", fps))  # steps a second of the env's own time
         self.stride = max(1, round(native / fps))
         self.fps = native / self.stride
@@ -195,7 +197,7 @@ class PhysicsFrames:
             raise ValueError("these fragments carry no physics states: the env did not record them")
         shots = []
         for i in sorted({*range(0, len(states), self.stride), len(states) - 1}):
-            set_physics_state(self.env, states[i])
+            self.option.write_state(self.env, states[i])
             shots.append(self.env.render())
         return np.stack(shots)
 
@@ -230,7 +232,7 @@ def drawer(env: GymEnv, width: int, fps: float | None = None) -> Drawer:
     if isinstance(env, AtariEnv):
         return GameFrames(env)
     probe = env.make_single()
-    restorable, physics = restorer(probe) is not None, has_physics(probe)
+    restorable, physics = restorer(probe) is not None, env.restorable(probe)
     renders = "rgb_array" in probe.metadata.get("render_modes", ())
     probe.close()
     if restorable:

@@ -168,6 +168,8 @@ class Loop:
             if len(report.returns):
                 result.metrics.update(true_return_mean=float(report.returns.mean()),
                                       true_return_std=float(report.returns.std()))
+            if len(report.successes):
+                result.metrics["success_rate"] = float(report.successes.mean())
             check_finite(self.iteration, "the agent", {}, agent.named_parameters())
         result.metrics["timesteps"] = self.timesteps
 

@@ -14,6 +14,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
 from rlhp.data import Trajectory, TrajectoryRecorder
+from rlhp.data.trajectory import successes
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.rewards import AgentReward
@@ -141,8 +142,9 @@ class AgentTrainer(TrajectorySource, Agent):
                                      callback=PayRollout(self.venv))
         else:
             self.algorithm.learn(steps, reset_num_timesteps=False, progress_bar=False)
-        returns = np.array([t.rews.sum() for t in self.recorder.finished[finished:]])
-        return AgentReport(self.algorithm.num_timesteps - before, returns)
+        episodes = self.recorder.finished[finished:]
+        returns = np.array([t.rews.sum() for t in episodes])
+        return AgentReport(self.algorithm.num_timesteps - before, returns, successes(episodes))
 
     def _lift_episode_limit(self) -> None:
         """From now on, train and sample on episodes of the env's own length (the cut ones in progress end)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +16,12 @@ from rlhp.data import Trajectory
 
 @dataclass
 class AgentReport:
-    """What one call of :meth:`Agent.train` did: env steps trained and the true returns of the
-    training episodes that finished meanwhile."""
+    """What one call of :meth:`Agent.train` did: env steps trained, and the true returns of the training
+    episodes that finished meanwhile and whether each succeeded (only where the env says: Meta-World's)."""
 
     steps: int
     returns: np.ndarray
+    successes: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
 
 class Agent(ABC):

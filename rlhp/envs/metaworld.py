@@ -1,0 +1,104 @@
+"""Meta-World (Yu et al. 2019; version 3) manipulation tasks: ``env=metaworld env.id=door-open-v3``.
+
+One task with its goal sampled anew at every reset, as the preference-based RL papers run it: Meta-World's
+``MT1`` draws each episode's object and goal positions from the 50 that it samples for the task (from
+``goal_seed``); B-Pref drew fresh ones from the same ranges at every reset. Episodes run their 500 steps and
+never stop at success. Each episode reports whether it succeeded at any step (``info["is_success"]`` on its
+last step, the convention SB3 reads), the success rate the papers report.
+
+Meta-World places a task's objects in the model itself at reset, not in the joint positions, so a recorded
+physics state cannot draw a step again: clips for people are the screens rendered while sampling.
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from rlhp.data.trajectory import SUCCESS
+from rlhp.envs.base import GymEnv
+from rlhp.errors import ArgumentError
+
+MT1 = "Meta-World/MT1"
+"""Meta-World's gymnasium id for one task with sampled goals."""
+
+
+class EpisodeSuccess(gym.Wrapper):
+    """Marks an episode's last step with ``info["is_success"]``: whether ``info["success"]`` was true at any of
+    its steps (B-Pref's and PEBBLE's measure; Meta-World's own is per step)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.succeeded = False
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        """Start an episode that has not succeeded yet."""
+        self.succeeded = False
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
+        """Step; on the episode's last step, say whether it succeeded."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.succeeded = self.succeeded or bool(info.get("success", False))
+        if terminated or truncated:
+            info = {**info, SUCCESS: self.succeeded}
+        return obs, reward, terminated, truncated, info
+
+
+class MetaWorldEnv(GymEnv):
+    """``env=metaworld env.id=door-open-v3``: a Meta-World v3 task, its goal drawn each reset from the 50 that
+    ``MT1`` samples from ``goal_seed``; 500-step episodes.
+
+    Args:
+        goal_seed: the seed of the task's 50 goals (the same for every copy and every run seed, so that the
+            seeds of a run differ in what they learn, not in the goals they face).
+        kwargs: the rest of :class:`GymEnv`'s.
+    """
+
+    def __init__(self, id: str, goal_seed: int = 0, **kwargs: Any) -> None:
+        self.goal_seed = goal_seed
+        super().__init__(id, **kwargs)
+
+    def register(self) -> None:
+        """Have Meta-World register its ids (gymnasium 1.x registers a package's envs at its import)."""
+        try:
+            import metaworld  # noqa: F401
+        except ImportError:
+            raise ArgumentError("id", "needs Meta-World, which comes with an extra: pip install "
+                                "'rlhp[metaworld]'") from None
+
+    def registered_id(self, id: str) -> str:
+        """Every task is made through ``Meta-World/MT1``; the task's own name is checked here."""
+        from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+        if id not in ALL_V3_ENVIRONMENTS:
+            raise ArgumentError("id", f"must be a Meta-World v3 task (e.g. door-open-v3, button-press-v3), got "
+                                f"{id!r}; the tasks: {', '.join(sorted(ALL_V3_ENVIRONMENTS))}")
+        self.task_name = id
+        return MT1
+
+    @property
+    def horizon(self) -> int | None:
+        """A task's episodes run 500 steps unless ``max_episode_steps`` says less."""
+        return self.max_episode_steps if self.max_episode_steps is not None else 500
+
+    def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
+        """The task through ``MT1``, seeded goals, with each episode's success on its last step."""
+        limit = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+        # gymnasium's checker warns on every copy that Meta-World's observations leave the bounds it declares
+        # (its hand and objects' ranges are estimates): a known trait of the library, not the user's to fix.
+        env = gym.make(MT1, env_name=self.task_name, seed=self.goal_seed, disable_env_checker=True, **kwargs,
+                       **limit)
+        space = env.observation_space
+        flat = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+        return EpisodeSuccess(gym.wrappers.TransformObservation(env, _as_float32, flat))
+
+    def restorable(self, env: gym.Env) -> bool:
+        """Objects sit where the model puts them at reset, which a physics state does not hold."""
+        return False
+
+
+def _as_float32(obs: np.ndarray) -> np.ndarray:
+    return obs.astype(np.float32)
