@@ -13,6 +13,9 @@ from helpers import FAST, run_cli
 # JAX's persistent compilation cache, shared by the test processes: SBX's agents compile the same functions in
 # every run of a test, and a compile costs seconds on a CPU (the commands the tests start inherit it).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-jax-cache"))
+# By default JAX caches only compiles over a second; SBX's many small ones add up to ~3 s a process.
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
 @pytest.fixture

@@ -376,7 +376,8 @@ def test_the_sb3_agents_run_without_the_jax_extra(tmp_path):
     code = ("import sys; sys.modules['jax'] = sys.modules['sbx'] = None; import rlhp.experiment.cli as cli; "
             "sys.argv = ['rlhp-train', *sys.argv[1:]]; cli.train_main()")
     proc = subprocess.run([sys.executable, "-c", code, "debug=fast", "logger=none", "env=gym", "env.id=Pendulum-v1",
-                           "agent=sac", "agent.learning_starts=100", f"hydra.run.dir={tmp_path / 'run'}"],
+                           "agent=sac", "agent.learning_starts=100", "total_timesteps=512",
+                           f"hydra.run.dir={tmp_path / 'run'}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "run" / "eval.json").is_file()
