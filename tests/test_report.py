@@ -38,6 +38,26 @@ def sweep(tmp_path):
     return tmp_path
 
 
+def test_a_success_column_and_curve_appear_only_where_an_env_reports_success(tmp_path):
+    for job, (task, seed, rates, final) in enumerate([("door", 0, [0.0, 0.5], 0.6), ("door", 1, [0.5, 1.0], 0.8),
+                                                       ("button", 0, [0.0, 0.0], 0.2)]):
+        folder = tmp_path / str(job)
+        fake_run(folder, [f"env.id={task}", f"seed={seed}"], [1.0, 2.0])
+        csv = MetricsCSV(folder / "metrics.csv")
+        for i, rate in enumerate(rates):
+            csv.append({"iteration": 2 + i, "timesteps": 3000 + 1000 * i, "comparisons": 30, "true_return_mean": 2.0,
+                        "success_rate": rate, "wall_s": 6.0})
+        (folder / "eval.json").write_text(json.dumps({"true_return_mean": 3.0, "success_rate": final}))
+    report = write_report(tmp_path).read_text()
+    half = stats.t.ppf(0.975, 1) * np.std([60.0, 80.0], ddof=1) / np.sqrt(2)
+    assert "| success rate |" in report and f"| 70.0% ± {half:,.1f} |" in report and "| 20.0% |" in report
+    assert "success_rate_vs_timesteps.png" in report and (tmp_path / "success_rate_vs_timesteps.png").stat().st_size
+    without = tmp_path / "without"
+    fake_run(without / "0", ["seed=0"], [1.0, 2.0])
+    report = write_report(without).read_text()
+    assert "success" not in report and not (without / "success_rate_vs_timesteps.png").exists()
+
+
 def test_runs_are_found_grouped_by_what_was_swept_and_their_status_read(sweep):
     runs = find_runs(sweep)
     assert [r.name for r in runs] == ["0", "1", "2", "3", "4"]

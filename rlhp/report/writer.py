@@ -17,6 +17,7 @@ CURVES = [  # (x, y, title)
     ("comparisons", "true_return_mean", "true return per label"),
     ("timesteps", "reward_accuracy", "reward model accuracy"),
     ("timesteps", "sampled_reward_correlation", "learned vs true reward"),
+    ("timesteps", "success_rate", "success rate of the training episodes"),  # only envs that report one
 ]
 
 
@@ -24,9 +25,21 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:,.{digits}f}"
 
 
+def _success(runs: list[Run]) -> str:
+    """The final success rate, mean ± 95% CI in percent, over the runs whose env reports one."""
+    rates = np.array([r.evaluation["success_rate"] for r in runs if "success_rate" in r.evaluation], dtype=float)
+    if not len(rates):
+        return "n/a"
+    mean, half = mean_ci(100 * rates)
+    return f"{_fmt(mean)}%" + ("" if not np.isfinite(half) else f" ± {_fmt(half)}")
+
+
 def _final_table(groups: dict[str, list[Run]]) -> list[str]:
+    # A success column only where some env reports success (Meta-World's tasks).
+    success = any("success_rate" in r.evaluation for runs in groups.values() for r in runs if r.status == "finished")
     lines = ["| configuration | seeds | final true return, mean ± std | 95% CI | reward correlation | labels | "
-             "timesteps | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "timesteps | wall s |" + (" success rate |" if success else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if success else "")]
     for name, runs in groups.items():
         done = [r for r in runs if r.status == "finished"]
         if not done:
@@ -41,7 +54,8 @@ def _final_table(groups: dict[str, list[Run]]) -> list[str]:
         wall = np.mean([row["wall_s"] for row in last]) if last else None
         ci = "n/a" if not np.isfinite(half) else f"[{_fmt(mean - half)}, {_fmt(mean + half)}]"
         lines.append(f"| {name} | {len(done)} | {_fmt(mean)} ± {_fmt(std)} | {ci} | {_fmt(np.nanmean(corr), 3)} | "
-                     f"{_fmt(labels, 0)} | {_fmt(steps, 0)} | {_fmt(wall)} |")
+                     f"{_fmt(labels, 0)} | {_fmt(steps, 0)} | {_fmt(wall)} |" + (f" {_success(done)} |" if success
+                                                                                else ""))
     return lines
 
 
