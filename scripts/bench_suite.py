@@ -82,6 +82,13 @@ def final(runs: list[Run], key: str = "true_return_mean") -> np.ndarray:
     return np.array([r.evaluation[key] for r in runs], dtype=float)
 
 
+def outcome(runs: list[Run]) -> str:
+    """The final true return, and where the env reports success (Meta-World's) the success rate, in percent."""
+    if not all("success_rate" in r.evaluation for r in runs):
+        return cell(final(runs))
+    return f"{cell(final(runs))}; success {cell(100 * final(runs, 'success_rate'), 0)}%"
+
+
 def wall(runs: list[Run]) -> np.ndarray:
     return np.array([r.rows[-1]["wall_s"] for r in runs], dtype=float)
 
@@ -133,8 +140,8 @@ def main() -> None:
         returns, shares = final(runs), reward_share(runs)
         bar, says = target(name, runs, final(ceiling))
         main_rows.append(
-            f"| {name} | {cell(returns)} | {int((returns >= bar).sum())}/{len(returns)} "
-            f"({says}) | {cell(final(ceiling))} | {int(rows['comparisons'])} | "
+            f"| {name} | {outcome(runs)} | {int((returns >= bar).sum())}/{len(returns)} "
+            f"({says}) | {outcome(ceiling)} | {int(rows['comparisons'])} | "
             f"{int(rows['timesteps']):,} | "
             f"{cell(wall(runs), 0)} | {np.mean(wall(runs)) / np.mean(wall(ceiling)):.2f}x | "
             f"{shares.mean():.1f}% ({shares.min():.1f}-{shares.max():.1f}) | "
@@ -156,7 +163,8 @@ def main() -> None:
         f"--jobs {args.jobs} "
         f"--labels {' '.join(map(str, args.labels))} --not-run {' '.join(args.not_run)} --root <runs> "
         f"--block {args.block}`; the runs ran on a {args.machine} ({time.strftime('%Y-%m-%d')}).", "",
-        f"Final true return, mean ± 95% CI (Student t) over {args.seeds} seeds; the ceiling is the same agent "
+        f"Final true return (and success rate where the env reports one), mean ± 95% CI (Student t) over "
+        f"{args.seeds} seeds; the ceiling is the same agent "
         f"on the env's own reward (`reward_learning=none`, over {ceiling_seeds} seeds or all "
         "that a reused sweep holds); wall time is the training loop's (`wall_s`), and its ratio is to the "
         "ceiling's; reward training is its share of the loop's phase time (mean, and the range over runs).", "",
