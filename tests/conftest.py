@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import FAST, run_cli
+from helpers import FAST, run_cli, start_command_server
 
 # JAX's persistent compilation cache, shared by the test processes: SBX's agents compile the same functions in
 # every run of a test, and a compile costs seconds on a CPU (the commands the tests start inherit it).
@@ -16,6 +16,12 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir(
 # By default JAX caches only compiles over a second; SBX's many small ones add up to ~3 s a process.
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def command_server() -> None:
+    """The fork server the installed commands run from, started before any test changes the environment."""
+    start_command_server()
 
 
 @pytest.fixture

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import struct
 import subprocess
 import sys
+import tempfile
+import traceback
 from collections import OrderedDict
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import datasets
@@ -111,15 +115,86 @@ BIN = Path(sys.executable).parent
 FAST = ["debug=fast", "logger=none"]
 
 
+COMMANDS = {e.name: e for e in entry_points(group="console_scripts") if e.name.startswith("rlhp-")}
+"""The installed rlhp commands: what each console script calls."""
+
+# The commands run in processes forked from a server that has imported what every command imports (torch,
+# datasets, Hydra, SB3, and torch's compiler, which its optimisers load): a fresh interpreter spends about 3 s
+# on those imports, and the suite starts hundreds of commands. Each child is still a process of its own, with its
+# own argv, folder, environment, output and exit status, and runs what the console script runs.
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["torch", "torch._dynamo", "datasets", "hydra", "stable_baselines3",
+                               "rlhp.experiment.cli", "rlhp.experiment.train"])
+
+
+def _run_command(cmd: str, argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+    """In the forked child: run ``cmd`` as its console script would, its output to the files ``out`` and ``err``."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path in ((1, out), (2, err)):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
+    sys.argv = [str(BIN / cmd), *argv]
+    code = 0
+    try:
+        COMMANDS[cmd].load()()
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        if not isinstance(stop.code, int | None):
+            print(stop.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)  # as the interpreter would exit, but without multiprocessing's own reporting
+
+
+def start_command_server() -> None:
+    """Start the fork server now, with the environment the suite starts with (see :func:`run_cli`)."""
+    global _SERVER_ENV
+    _SERVER_ENV = dict(os.environ)
+    child = _FORKS.Process(target=os._exit, args=(0,))
+    child.start()
+    child.join()
+
+
+_SERVER_ENV: dict[str, str] = {}
+"""The environment the fork server started with."""
+
+
 def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    """Run an installed rlhp command; fail with its output when it exits non-zero unexpectedly."""
+    """Run an installed rlhp command; fail with its output when it exits non-zero unexpectedly.
+
+    The command runs in a child of the fork server, unless the test changed the environment since the server
+    started: libraries read some variables once, at import (huggingface_hub's ``HF_HUB_OFFLINE``), so such a
+    command gets a fresh interpreter, as its console script."""
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
-    proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    if not _SERVER_ENV or dict(os.environ) != _SERVER_ENV:
+        proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=600)
+    else:
+        proc = _forked(cmd, list(overrides), cwd, env)
     if check and proc.returncode != 0:
         pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n"
                     f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
+
+
+def _forked(cmd: str, argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``cmd`` run in a child of the fork server, as :func:`subprocess.run` reports a process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+        child = _FORKS.Process(target=_run_command, args=(cmd, argv, str(cwd), env, out, err))
+        child.start()
+        child.join(600)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            pytest.fail(f"{cmd} {' '.join(argv)} ran over 600 s")
+        return subprocess.CompletedProcess([cmd, *argv], child.exitcode, Path(out).read_text(), Path(err).read_text())
 
 
 SPACES = [

@@ -18,11 +18,18 @@ import gymnasium as gym
 import numpy as np
 
 from rlhp.data.trajectory import SUCCESS
-from rlhp.envs.base import GymEnv
+from rlhp.envs.base import ENV_REWARD, GymEnv
+from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
 MT1 = "Meta-World/MT1"
 """Meta-World's gymnasium id for one task with sampled goals."""
+
+HORIZON = 500
+"""The steps of a Meta-World episode (every task's ``max_path_length``)."""
+
+SEEDS = 2**32 - 1
+"""The largest goal seed: Meta-World seeds numpy's legacy generator, which takes 32 bits."""
 
 
 class EpisodeSuccess(gym.Wrapper):
@@ -57,9 +64,16 @@ class MetaWorldEnv(GymEnv):
         kwargs: the rest of :class:`GymEnv`'s.
     """
 
-    def __init__(self, id: str, goal_seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, id: str, n_envs: int = 1, max_episode_steps: int | None = None,
+                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD,
+                 goal_seed: int = 0) -> None:
+        if not 0 <= goal_seed <= SEEDS:
+            raise ArgumentError("goal_seed", f"must lie in [0, {SEEDS}] (a numpy seed), got {goal_seed}")
+        if max_episode_steps is not None and max_episode_steps > HORIZON:
+            raise ArgumentError("max_episode_steps", f"must be at most a task's own {HORIZON} steps (or null), got "
+                                f"{max_episode_steps}")
         self.goal_seed = goal_seed
-        super().__init__(id, **kwargs)
+        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, task)
 
     def register(self) -> None:
         """Have Meta-World register its ids (gymnasium 1.x registers a package's envs at its import)."""
@@ -82,7 +96,7 @@ class MetaWorldEnv(GymEnv):
     @property
     def horizon(self) -> int | None:
         """A task's episodes run 500 steps unless ``max_episode_steps`` says less."""
-        return self.max_episode_steps if self.max_episode_steps is not None else 500
+        return self.max_episode_steps if self.max_episode_steps is not None else HORIZON
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The task through ``MT1``, seeded goals, with each episode's success on its last step."""
