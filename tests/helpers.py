@@ -168,11 +168,11 @@ _SERVER_ENV: dict[str, str] = {}
 def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     """Run an installed rlhp command; fail with its output when it exits non-zero unexpectedly.
 
-    The command runs in a child of the fork server, unless the test changed the environment since the server
-    started: libraries read some variables once, at import (huggingface_hub's ``HF_HUB_OFFLINE``), so such a
-    command gets a fresh interpreter, as its console script."""
+    The command runs in a child of the fork server, unless the test changed a variable that a preloaded library
+    reads once, at import (huggingface_hub's ``HF_HUB_OFFLINE``): such a command gets a fresh interpreter, as its
+    console script."""
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
-    if not _SERVER_ENV or dict(os.environ) != _SERVER_ENV:
+    if not _SERVER_ENV or _read_at_import(os.environ) != _read_at_import(_SERVER_ENV):
         proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=600)
     else:
@@ -181,6 +181,15 @@ def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subproc
         pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n"
                     f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
+
+
+IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_")
+"""Variables the preloaded libraries read once, at import (huggingface_hub's and datasets' settings, torch's);
+the rest are read when used, and a child sees the test's values of them."""
+
+
+def _read_at_import(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
 
 
 def _forked(cmd: str, argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
