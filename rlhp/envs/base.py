@@ -49,6 +49,10 @@ class GymEnv:
             replaces it in every copy (the ``task`` config group).
     """
 
+    longest_episode: ClassVar[int | None] = None
+    """The steps an env of this option runs at most whatever its time limit (its own inner limit, DMC's and
+    Meta-World's); None: ``max_episode_steps`` may set any."""
+
     frame_stack: ClassVar[int] = 1
     """Observations are stacks of this many consecutive frames (1: they are not), stored as their frames."""
 
@@ -60,6 +64,10 @@ class GymEnv:
             raise ArgumentError("n_envs", f"must lie in [1, {MAX_ENVS}], got {n_envs}")
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ArgumentError("max_episode_steps", f"must be at least 1 (or null), got {max_episode_steps}")
+        cap = self.longest_episode
+        if max_episode_steps is not None and cap is not None and max_episode_steps > cap:
+            raise ArgumentError("max_episode_steps", f"must be at most a task's own {cap} steps (or null), got "
+                                f"{max_episode_steps}")
         if vectorize not in VECTORIZE:
             raise ArgumentError("vectorize", f"must be one of {sorted(VECTORIZE)}, got {vectorize!r}")
         self.register()
@@ -143,7 +151,7 @@ class GymEnv:
         """The longest an episode can run, in agent steps (None: no time limit)."""
         if self.max_episode_steps is not None:
             return self.max_episode_steps
-        return gym.spec(self.id).max_episode_steps
+        return gym.spec(self.id).max_episode_steps or self.longest_episode
 
     def make_single(self, **overrides: Any) -> gym.Env:
         """One copy, wrapped as the agent sees it; ``overrides`` go to ``gymnasium.make``, and

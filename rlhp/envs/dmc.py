@@ -15,8 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlhp.envs.base import ENV_REWARD, GymEnv
-from rlhp.envs.tasks import Task
+from rlhp.envs.base import GymEnv
 from rlhp.errors import ArgumentError
 
 HORIZON = 1000
@@ -27,12 +26,7 @@ class DmcEnv(GymEnv):
     """``env=dmc env.id=walker-walk``: a task of dm_control's suite, ``<domain>-<task>`` as Shimmy names it
     (``dm_control/walker-walk-v0`` is accepted too), its observations flattened to float32."""
 
-    def __init__(self, id: str, n_envs: int = 1, max_episode_steps: int | None = None,
-                 kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD) -> None:
-        if max_episode_steps is not None and max_episode_steps > HORIZON:
-            raise ArgumentError("max_episode_steps", f"must be at most a task's own {HORIZON} steps (or null), got "
-                                f"{max_episode_steps}")
-        super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, task)
+    longest_episode = HORIZON
 
     def register(self) -> None:
         """Have Shimmy register dm_control's ids (gymnasium 1.x registers a package's envs at its import)."""
@@ -52,11 +46,6 @@ class DmcEnv(GymEnv):
             raise ArgumentError("id", f"must be a task of dm_control's suite, <domain>-<task> (e.g. walker-walk, "
                                 f"cheetah-run), got {id!r}; the tasks: {', '.join(tasks)}")
         return full
-
-    @property
-    def horizon(self) -> int | None:
-        """Every suite task runs 1,000 control steps unless ``max_episode_steps`` says less."""
-        return self.max_episode_steps if self.max_episode_steps is not None else HORIZON
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The task with its observations flattened to float32 (and a shorter time limit when asked);

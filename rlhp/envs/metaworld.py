@@ -64,14 +64,13 @@ class MetaWorldEnv(GymEnv):
         kwargs: the rest of :class:`GymEnv`'s.
     """
 
+    longest_episode = HORIZON
+
     def __init__(self, id: str, n_envs: int = 1, max_episode_steps: int | None = None,
                  kwargs: dict[str, Any] | None = None, vectorize: str = "dummy", task: Task = ENV_REWARD,
                  goal_seed: int = 0) -> None:
         if not 0 <= goal_seed <= SEEDS:
             raise ArgumentError("goal_seed", f"must lie in [0, {SEEDS}] (a numpy seed), got {goal_seed}")
-        if max_episode_steps is not None and max_episode_steps > HORIZON:
-            raise ArgumentError("max_episode_steps", f"must be at most a task's own {HORIZON} steps (or null), got "
-                                f"{max_episode_steps}")
         self.goal_seed = goal_seed
         super().__init__(id, n_envs, max_episode_steps, kwargs, vectorize, task)
 
@@ -92,11 +91,6 @@ class MetaWorldEnv(GymEnv):
                                 f"{id!r}; the tasks: {', '.join(sorted(ALL_V3_ENVIRONMENTS))}")
         self.task_name = id
         return MT1
-
-    @property
-    def horizon(self) -> int | None:
-        """A task's episodes run 500 steps unless ``max_episode_steps`` says less."""
-        return self.max_episode_steps if self.max_episode_steps is not None else HORIZON
 
     def build(self, kwargs: dict[str, Any], max_episode_steps: int | None) -> gym.Env:
         """The task through ``MT1``, seeded goals, with each episode's success on its last step."""
