@@ -134,7 +134,7 @@ def _run_command(cmd: str, argv: list[str], cwd: str, env: dict[str, str], out: 
     os.environ.update(env)
     for fd, path in ((1, out), (2, err)):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-    sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
+    sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
     sys.argv = [str(BIN / cmd), *argv]
     code = 0
     try:
