@@ -15,6 +15,7 @@ from rlhp.errors import VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
 from rlhp.loop import Callback, Loop, PreferenceLearning, RewardLearning, check_fixed_horizon
 from rlhp.loop.fragmenters import RandomFragmenter
+from rlhp.loop.pools import THIS_ROUND, QueryPool
 from rlhp.rewards import RewardNet
 from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
 from rlhp.training import PseudoLabels, RewardTrainer
@@ -110,7 +111,8 @@ class Recorder(Callback):
         return [r.metrics for r in self.results]
 
 
-def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000) -> Loop:
+def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000,
+              pool: QueryPool = THIS_ROUND) -> Loop:
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
     source = FakeSource(agent)
@@ -118,7 +120,7 @@ def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_
         source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
         reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
-        transition_oversampling=1.5, initial_epoch_multiplier=7)
+        transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool)
     return Loop(ENV, source, learning, len(comparisons), total_timesteps)
 
 

@@ -3,7 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlhp.loop.schedules import Constant, Hyperbolic, InverseQuadratic, apportion, comparison_schedule
+from rlhp.errors import ArgumentError
+from rlhp.loop.schedules import Constant, Hyperbolic, InverseQuadratic, Until, apportion, comparison_schedule
 
 
 def test_apportion_largest_remainder_by_hand():
@@ -33,7 +34,22 @@ def test_constant_and_inverse_quadratic():
     assert comparison_schedule(20, 0.0, 2, InverseQuadratic()) == [0, 13, 7]
 
 
-@pytest.mark.parametrize("schedule", [Constant(), Hyperbolic(), InverseQuadratic()])
+def test_until_queries_b_prefs_batches_then_stops():
+    # B-Pref's walker-walk at 100 labels: 10 a round every 20k of 500k steps until the budget is spent.
+    # 25 rounds: round 0 takes 10, rounds 1-24 sit at t = 0, 1/23, ...; t <= 0.35 holds for rounds 1-9.
+    assert comparison_schedule(100, 0.1, 24, Until(0.35)) == [10] * 10 + [0] * 15
+    # A shorter run keeps the shape: the labels still go in the first 35% of its rounds.
+    assert comparison_schedule(100, 0.1, 4, Until(0.35)) == [10, 45, 45, 0, 0]
+    assert comparison_schedule(30, 0.0, 3, Until(0.0)) == [0, 30, 0, 0]
+
+
+@pytest.mark.parametrize("until", [-0.1, 1.5, float("nan")])
+def test_until_outside_the_run_is_refused(until):
+    with pytest.raises(ArgumentError, match="query_schedule.until"):
+        Until(until)
+
+
+@pytest.mark.parametrize("schedule", [Constant(), Hyperbolic(), InverseQuadratic(), Until(0.5)])
 def test_schedules_total(schedule):
     plan = comparison_schedule(500, 0.3, 20, schedule)
     assert len(plan) == 21 and sum(plan) == 500 and plan[0] == 150

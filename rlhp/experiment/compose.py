@@ -88,6 +88,7 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         initial_epoch_multiplier=cfg.initial_epoch_multiplier,
         allow_variable_horizon=cfg.allow_variable_horizon,
         horizon_remedy=env.fixed_horizon_remedy,
+        pool=build(cfg.query_pool),
     )
     # A source that trains no agent gets no timesteps.
     return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)

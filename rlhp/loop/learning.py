@@ -14,6 +14,7 @@ from rlhp.envs.base import FIXED_HORIZON_ADVICE
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.loop.fragmenters import Fragmenter
+from rlhp.loop.pools import THIS_ROUND, QueryPool
 from rlhp.loop.rounds import Callback, PhaseClock, RoundResult, check_finite
 from rlhp.rewards import RewardNet, reward_correlation
 from rlhp.sources import TrajectorySource
@@ -78,6 +79,7 @@ class PreferenceLearning(RewardLearning):
         initial_epoch_multiplier: round 0 trains the reward model this many times longer.
         allow_variable_horizon: accept terminal episodes of different lengths.
         horizon_remedy: what makes the env's episodes run to its time limit, said when they do not.
+        pool: the episodes a round's pairs are cut from (the round's own sample, or a window across rounds).
     """
 
     learns = True
@@ -87,7 +89,7 @@ class PreferenceLearning(RewardLearning):
                  reward_net_config: dict[str, Any], schedule: list[int], fragment_length: int,
                  transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
                  allow_variable_horizon: bool = False,
-                 horizon_remedy: str = FIXED_HORIZON_ADVICE) -> None:
+                 horizon_remedy: str = FIXED_HORIZON_ADVICE, pool: QueryPool = THIS_ROUND) -> None:
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
         self.schedule, self.comparisons = schedule, sum(schedule)
@@ -96,6 +98,7 @@ class PreferenceLearning(RewardLearning):
         self.initial_epoch_multiplier = initial_epoch_multiplier
         self.allow_variable_horizon, self.horizon_remedy = allow_variable_horizon, horizon_remedy
         self.episode_lengths: dict[int, bool] = {}
+        self.pool = pool
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
         """Sample, fragment, query, gather, and train the reward model on every label so far."""
@@ -124,12 +127,14 @@ class PreferenceLearning(RewardLearning):
         return True
 
     def query(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> None:
-        """Cut ``wanted`` fragment pairs (and the trainer's unlabelled ones) and publish them as queries."""
+        """Cut ``wanted`` fragment pairs (and the trainer's unlabelled ones) from the pool and publish them as
+        queries."""
         with clock("fragment"):
+            episodes = self.pool(result.sampled)
             if unlabelled:
                 self.reward_trainer.remember_unlabelled(
-                    self.fragmenter.uniform(result.sampled, self.fragment_length, unlabelled))
-            pairs = self.fragmenter(result.sampled, self.fragment_length, wanted) if wanted > 0 else None
+                    self.fragmenter.uniform(episodes, self.fragment_length, unlabelled))
+            pairs = self.fragmenter(episodes, self.fragment_length, wanted) if wanted > 0 else None
         if pairs is not None:
             with clock("query"):
                 self.gatherer.add(pairs, self.querent(pairs, result.iteration))

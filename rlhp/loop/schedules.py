@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlhp.errors import ArgumentError
+
 
 class Constant:
     """f(t) = 1: the same number of queries every iteration."""
@@ -29,6 +31,21 @@ class InverseQuadratic:
     def __call__(self, t: np.ndarray) -> np.ndarray:
         """Weights at training progress ``t`` in [0, 1]."""
         return 1 / (1 + t**2)
+
+
+class Until:
+    """The same number of queries every iteration up to training progress ``until``, none after: B-Pref's
+    protocol, a fixed batch of queries every ``num_interact`` agent steps until the label budget is spent (as a
+    share of training, so a shorter run keeps its shape)."""
+
+    def __init__(self, until: float) -> None:
+        if not 0.0 <= until <= 1.0:
+            raise ArgumentError("query_schedule.until", f"must be in [0, 1], got {until}")
+        self.until = until
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        """1 where ``t <= until``, else 0."""
+        return (t <= self.until).astype(np.float64)
 
 
 def apportion(total: int, weights: np.ndarray) -> np.ndarray:
