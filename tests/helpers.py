@@ -65,6 +65,7 @@ OPTION_NEEDS = {
     ("agent", "crossq"): ["env=gym", "env.id=Pendulum-v1"],
     ("reward_net", "cnn"): ["env=minatar"],  # image observations
     ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
+    ("method", "qpa"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],  # its hybrid replay: an off-policy agent
 }
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
 
@@ -76,7 +77,8 @@ def config_groups(skip: set[str] = frozenset()) -> list[str]:
     """Every config group with options, a nested one by its path (``reward_trainer/crop``); Hydra's own and
     ``skip`` left out."""
     return sorted(str(d.relative_to(CONF)) for d in CONF.rglob("*") if d.is_dir() and any(d.glob("*.yaml"))
-                  and d.relative_to(CONF).parts[0] not in {"hydra", "__pycache__", *skip})
+                  and d.relative_to(CONF).parts[0] not in {"hydra", "__pycache__", *skip}
+                  and str(d.parent.relative_to(CONF)) not in cli.OPTION_FOLDERS)
 
 
 def group_options(group: str) -> list[str]:

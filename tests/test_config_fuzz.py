@@ -47,8 +47,9 @@ DEEP = os.environ.get("RLHP_FUZZ_DEEP") == "1"
 EXAMPLES = 40 if DEEP else 4
 
 CONF = files("rlhp.conf")
-NOT_OPTIONS = {"hydra", "experiment", "hparams_search", "debug", "__pycache__"}
-"""Folders of rlhp/conf that are no component group (Hydra's own, and named records of whole runs)."""
+NOT_OPTIONS = {"hydra", "experiment", "method", "hparams_search", "debug", "__pycache__"}
+"""Folders of rlhp/conf that are no component group (Hydra's own, named records of whole runs, and methods: settings
+of other groups)."""
 COLLECT_GROUPS = {"expert"}
 SKIPPED = {
     ("expert", "hub"): "builds by downloading a Hub repo, which this machine cannot reach",
