@@ -17,7 +17,7 @@ from playwright.sync_api import Page, sync_playwright
 from test_annotate import wait_for_url
 
 from rlhp.data import FragmentPairs
-from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
+from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv, MetaWorldEnv
 from rlhp.envs.tasks import Backflip
 from rlhp.human.gatherer import HumanGatherer
 from rlhp.human.querent import WebQuerent
@@ -85,6 +85,28 @@ def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s
                               "v.videoHeight, v.duration])")
         assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
         assert "Teach a backflip." in page.locator("#instructions").inner_text()
+        browser.close()
+
+
+def test_people_labelling_a_metaworld_task_see_its_clips_drawn_from_the_recorded_states(tmp_path):
+    pytest.importorskip("metaworld")
+    env = MetaWorldEnv("door-open-v3", n_envs=1, max_episode_steps=60)
+    env.record_states()
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    pairs = RandomFragmenter(np.random.default_rng(0))(rollout(venv, random_policy(venv.action_space), episodes=2),
+                                                       50, 2)
+    with serving(tmp_path, env, pairs) as url, sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function(BOTH_PLAYING, timeout=10_000)
+        sizes = page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
+                              "v.videoHeight, v.duration])")
+        # 51 states a clip, every third drawn: Meta-World's 80 steps a second, near the clips' 25 frames a second.
+        assert all(w == 320 and h == 240 and d == pytest.approx(18 / (80 / 3), abs=0.05) for w, h, d in sizes), sizes
+        page.keyboard.press("ArrowLeft")  # a person's answer reaches the store
+        assert sent(page, 1)[0]["label"] == "left"
         browser.close()
 
 

@@ -2,6 +2,7 @@
 a replay buffer's rewards not at all (they are relabelled before they are read)."""
 
 import numpy as np
+import pytest
 from helpers import composed
 
 from rlhp.experiment.callbacks import Checkpointer
@@ -42,3 +43,28 @@ def test_a_round_writes_only_the_chunks_its_new_transitions_touch_and_loading_re
     for agent in (back.source.agent, loop.source.agent):  # every agent phase starts by relabelling
         agent.train(0)
     np.testing.assert_array_equal(again.rewards, buffer.rewards)
+
+
+def test_mujoco_models_go_to_the_chunks_once_and_a_loaded_env_steps_on_exactly(tmp_path):
+    pytest.importorskip("metaworld")
+    cfg = composed("train", ["debug=fast", "env=metaworld", "agent=sac", "agent.learning_starts=10000",
+                             "env.n_envs=2", "agent.buffer_size=10000", "reward_net.use_action=true",
+                             "total_timesteps=400", "num_iterations=1", "total_comparisons=4",
+                             "keep_checkpoints=2"])  # no gradient steps: the test is about the envs
+    run = RunFolder(tmp_path)
+    loop = compose(cfg, run.path)
+    checkpointer = Checkpointer(run, RunRecord(cfg, []), every=1, keep=2)
+    checkpointer(loop, loop.round())
+    # Six copies (training and sampling, two each; the run's own env keeps none) of a 22 MB model and its data,
+    # each data with a model of its own: stored once, and the pickle holds none of them.
+    pickled = (run.checkpoint("iter_0000") / "resume.pt").stat().st_size
+    chunks = sum(p.stat().st_size for p in run.chunks_dir.iterdir())
+    assert pickled < 10e6 and chunks < 80e6, (pickled, chunks)
+    before = set(run.chunks_dir.iterdir())
+    checkpointer(loop, loop.round())
+    assert sum(p.stat().st_size for p in set(run.chunks_dir.iterdir()) - before) < 20e6  # the models are there
+    back, _, _ = load_checkpoint(run.checkpoint("iter_0001"))
+    actions = np.zeros((2, *loop.source.venv.action_space.shape), np.float32) + 0.3
+    for venv in (loop.source.venv, back.source.venv):  # both step on from where the checkpoint left them
+        venv.step_async(actions)
+    np.testing.assert_array_equal(loop.source.venv.step_wait()[0], back.source.venv.step_wait()[0])

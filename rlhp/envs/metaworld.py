@@ -6,8 +6,9 @@ One task with its goal sampled anew at every reset, as the preference-based RL p
 never stop at success. Each episode reports whether it succeeded at any step (``info["is_success"]`` on its
 last step, the convention SB3 reads), the success rate the papers report.
 
-Meta-World places a task's objects in the model itself at reset, not in the joint positions, so a recorded
-physics state cannot draw a step again: clips for people are the screens rendered while sampling.
+Meta-World places a task's objects and goal in the model itself at reset (bodies' and sites' positions), not in
+the joint positions: a step's recorded state holds those positions beside the joints' (and the hand's mocap
+target), so its clips for people are drawn again from it, as other MuJoCo envs' are, only for the pairs shown.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from rlhp.data.trajectory import SUCCESS
 from rlhp.envs.base import ENV_REWARD, GymEnv
+from rlhp.envs.states import physics_state, set_physics_state
 from rlhp.envs.tasks import Task
 from rlhp.errors import ArgumentError
 
@@ -52,6 +54,38 @@ class EpisodeSuccess(gym.Wrapper):
         if terminated or truncated:
             info = {**info, SUCCESS: self.succeeded}
         return obs, reward, terminated, truncated, info
+
+
+PLACED = ("body_pos", "site_pos", "eq_data")
+"""The model's arrays Meta-World changes after building it: objects and goals placed at reset, the hand's weld."""
+
+
+class WholePhysics(gym.Wrapper):
+    """Pickles the whole simulation: Meta-World's own pickling builds its model again from the XML file and keeps
+    only the joints and the hand's mocap, so a resumed run would lose where reset put the objects, the hand's
+    weld, the controls and the solver's warm start. This keeps the model's arrays that Meta-World changes after it
+    is built (:data:`PLACED`) and MuJoCo's integration state (``mj_getState``), and puts them back after
+    Meta-World has rebuilt its env; the next step computes the rest from them, as it would have."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The wrapper's attributes, and the simulation's placements and integration state."""
+        import mujoco
+
+        model, data = self.env.unwrapped.model, self.env.unwrapped.data
+        integration = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(model, data, integration, mujoco.mjtState.mjSTATE_INTEGRATION)
+        return {**self.__dict__, "_physics": ({k: getattr(model, k).copy() for k in PLACED}, integration)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Put the simulation back as it was pickled."""
+        import mujoco
+
+        placed, integration = state.pop("_physics")
+        self.__dict__.update(state)
+        model, data = self.env.unwrapped.model, self.env.unwrapped.data
+        for key, array in placed.items():
+            getattr(model, key)[:] = array
+        mujoco.mj_setState(model, data, integration, mujoco.mjtState.mjSTATE_INTEGRATION)
 
 
 class MetaWorldEnv(GymEnv):
@@ -101,11 +135,23 @@ class MetaWorldEnv(GymEnv):
                        **limit)
         space = env.observation_space
         flat = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
-        return EpisodeSuccess(gym.wrappers.TransformObservation(env, _as_float32, flat))
+        return EpisodeSuccess(gym.wrappers.TransformObservation(WholePhysics(env), _as_float32, flat))
 
-    def restorable(self, env: gym.Env) -> bool:
-        """Objects sit where the model puts them at reset, which a physics state does not hold."""
-        return False
+    def read_state(self, env: gym.Env) -> np.ndarray:
+        """Where reset put the bodies and sites, the hand's mocap target, then the joints' positions and
+        velocities, as one float64 vector."""
+        inner = env.unwrapped
+        return np.concatenate([inner.model.body_pos.ravel(), inner.model.site_pos.ravel(),
+                               inner.data.mocap_pos.ravel(), physics_state(env)])
+
+    def write_state(self, env: gym.Env, state: np.ndarray) -> None:
+        """Put a copy in ``state`` (from :meth:`read_state`): its objects and goal where that episode had them."""
+        model, data = env.unwrapped.model, env.unwrapped.data
+        placed = (model.body_pos, model.site_pos, data.mocap_pos)
+        *parts, physics = np.split(state, np.cumsum([a.size for a in placed]))
+        for array, part in zip(placed, parts, strict=True):
+            array[:] = part.reshape(array.shape)
+        set_physics_state(env, physics)
 
 
 def _as_float32(obs: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import random
 import shutil
 import types
@@ -131,6 +132,16 @@ def _from_chunks(dtype: str, shape: tuple[int, ...], hashes: list[str]) -> np.nd
     return out
 
 
+def _unpickled(blob: np.ndarray) -> Any:
+    """An object pickled as bytes into the chunk store (see :data:`AS_BYTES`)."""
+    return pickle.loads(blob.tobytes())
+
+
+AS_BYTES = {("mujoco._structs", "MjModel"), ("mujoco._structs", "MjData")}
+"""Types pickled as bytes in the chunk store: MuJoCo pickles a model whole (a data with its model), tens of MB of
+meshes alike in every env copy of a run and every checkpoint; chunked, they are kept once."""
+
+
 class _ChunkingPickler(cloudpickle.Pickler):
     """A pickler that sends large arrays to the chunk store of the save in progress.
 
@@ -140,9 +151,12 @@ class _ChunkingPickler(cloudpickle.Pickler):
     """
 
     def reducer_override(self, obj: Any) -> Any:
-        """Large plain arrays go to the chunk store; everything else pickles as cloudpickle does."""
+        """Large plain arrays go to the chunk store, and the types of :data:`AS_BYTES` as bytes there; everything
+        else pickles as cloudpickle does."""
         if type(obj) is np.ndarray and obj.nbytes >= LARGE and not obj.dtype.hasobject:
             return _STORE.get().store(obj)
+        if (type(obj).__module__, type(obj).__name__) in AS_BYTES:
+            return _unpickled, (np.frombuffer(pickle.dumps(obj), np.uint8),)
         return super().reducer_override(obj)
 
 
