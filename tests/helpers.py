@@ -56,6 +56,8 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
                       infos=[{"t": t} for t in range(length)])
 
 
+CONF = Path(__file__).resolve().parent.parent / "rlhp" / "conf"
+
 OPTION_NEEDS = {
     ("env", "gym"): ["env.id=Pendulum-v1", "agent=sac"],
     ("agent", "sac"): ["env=gym", "env.id=Pendulum-v1"],  # continuous actions
@@ -66,11 +68,10 @@ OPTION_NEEDS = {
     ("reward_net", "cnn"): ["env=minatar"],  # image observations
     ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
     ("method", "qpa"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],  # its hybrid replay: an off-policy agent
+    # One copy of each DMC or Meta-World env (debug=fast asks for 4; a Meta-World copy takes seconds to build).
+    **{("experiment", f"bpref/{p.stem}"): ["env.n_envs=1"] for p in (CONF / "experiment" / "bpref").glob("*.yaml")},
 }
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
-
-
-CONF = Path(__file__).resolve().parent.parent / "rlhp" / "conf"
 
 
 def config_groups(skip: set[str] = frozenset()) -> list[str]:

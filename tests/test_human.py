@@ -18,7 +18,7 @@ import httpx
 import imageio
 import numpy as np
 import pytest
-from helpers import BIN, FAST, random_pairs, run_cli
+from helpers import BIN, FAST, composed, random_pairs, run_cli
 from test_annotate import publish
 
 from rlhp.data import PreferenceDataset
@@ -192,7 +192,9 @@ def test_people_answering_over_http_teach_cartpole_while_the_agent_trains(tmp_pa
     for a in annotators:
         a.__enter__()
     try:
-        run_cli("rlhp-train", "env=cartpole", "gatherer=human", "gatherer.port=0", "logger=none",
+        # The README's CartPole at its 100-label budget: a fifth of the default's clips to draw and answer.
+        run_cli("rlhp-train", "experiment=cartpole_100_labels", "gatherer=human", "querent=web", "gatherer.port=0",
+                "logger=none",
                 f"hydra.run.dir={run_dir}", cwd=tmp_path)
     finally:
         for a in annotators:
@@ -205,7 +207,7 @@ def test_people_answering_over_http_teach_cartpole_while_the_agent_trains(tmp_pa
     assert any(r["queries_pending"] > 0 for r in rounds)
     with sqlite3.connect(RunFolder(run_dir).queries_db) as db:
         assert db.execute("SELECT count(*) FROM queries WHERE taken_round > round").fetchone()[0] > 0
-    assert rounds[-1]["timesteps"] >= 149_000
+    assert rounds[-1]["timesteps"] >= composed("train", ["experiment=cartpole_100_labels"]).total_timesteps - 1_000
     names = [n for p in RunFolder(run_dir).labels_dir.iterdir() for n in datasets.load_from_disk(str(p))["annotator"]]
     assert set(",".join(names).split(",")) == {a.name for a in annotators}
 
