@@ -42,8 +42,9 @@ DMC = {"walker_walk", "cheetah_run", "quadruped_walk", "humanoid_stand"}
 
 
 def score(task: str, runs: list[Run]) -> str:
-    """DMC: the final return; Meta-World: the final success rate, in percent."""
-    return cell(final(runs)) if task in DMC else f"{cell(100 * final(runs, 'success_rate'), 0)}%"
+    """DMC: the final return; Meta-World: the final success rate, in percent; with the runs' count."""
+    value = cell(final(runs)) if task in DMC else f"{cell(100 * final(runs, 'success_rate'), 0)}%"
+    return f"{value} ({len(runs)})"
 
 
 def main() -> None:
@@ -69,10 +70,11 @@ def main() -> None:
                         args.jobs)
         labels, published = PUBLISHED[task]
         steps = int(measured[0][0].rows[-1]["timesteps"])
+        most = max(len(runs) for runs in measured)  # a reused sweep may hold more seeds than --seeds
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
                     f"{' | '.join(score(task, runs) for runs in measured)} | {score(task, ceiling)} | {steps:,} | "
                     f"`rlhp-train -m experiment=bpref/{task} method={','.join(args.methods)} "
-                    f"{' '.join(args.override)} {seeds(args.seeds)}` |".replace("  ", " "))
+                    f"{' '.join(args.override)} {seeds(most)}` |".replace("  ", " "))
     for task in args.not_run:
         labels, published = PUBLISHED[task]
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
@@ -83,10 +85,10 @@ def main() -> None:
         f"--seeds {args.seeds} --ceiling-seeds {ceiling_seeds} --jobs {args.jobs} "
         + "".join(f"--override {o} " for o in args.override)
         + f"--not-run {' '.join(args.not_run)} --root <runs> --block {args.block}`; the runs ran on a {args.machine} "
-        f"({time.strftime('%Y-%m-%d')}).", "",
+        f"({time.strftime('%Y-%m-%d')}). "
         "DMC: final return; Meta-World: final success rate (success at any step of an episode), %. rlhp: mean ± 95% "
-        f"CI (Student t) over {args.seeds} seeds, {ceiling_seeds} for the ceiling (the same agent on the task's own "
-        "reward); published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
+        "CI (Student t) over the seeds in brackets; the ceiling is the same agent on the task's own reward; "
+        "published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
         f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
         "| steps | command |",
         f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *rows])
