@@ -66,31 +66,10 @@ def served(tmp_path):
         yield tmp_path, url
 
 
-def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s_instructions(tmp_path):
-    pytest.importorskip("mujoco")
-    env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=60, kwargs={"terminate_when_unhealthy": False},
-                 task=Backflip())
-    env.record_states()
-    venv = env.make(seed=0)
-    venv.action_space.seed(0)
-    pairs = RandomFragmenter(np.random.default_rng(0))(rollout(venv, random_policy(venv.action_space), episodes=2),
-                                                       50, 2)
-    with serving(tmp_path, env, pairs) as url, sync_playwright() as p:
-        browser = launch(p)
-        page = browser.new_page(viewport={"width": 1000, "height": 700})
-        page.goto(url + "?annotator=tester")
-        page.wait_for_function(BOTH_PLAYING,
-                               timeout=10_000)
-        sizes = page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
-                              "v.videoHeight, v.duration])")
-        assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
-        assert "Teach a backflip." in page.locator("#instructions").inner_text()
-        browser.close()
-
-
-def test_people_labelling_a_metaworld_task_see_its_clips_drawn_from_the_recorded_states(tmp_path):
-    pytest.importorskip("metaworld")
-    env = MetaWorldEnv("door-open-v3", n_envs=1, max_episode_steps=60)
+@contextlib.contextmanager
+def physics_clips_playing(tmp_path: Path, env: GymEnv) -> Iterator[tuple[Page, list[list[float]]]]:
+    """Two random 50-step fragments of ``env``, drawn from their recorded states and served, both playing in a
+    page; the page and each clip's width, height and duration."""
     env.record_states()
     venv = env.make(seed=0)
     venv.action_space.seed(0)
@@ -101,13 +80,28 @@ def test_people_labelling_a_metaworld_task_see_its_clips_drawn_from_the_recorded
         page = browser.new_page(viewport={"width": 1000, "height": 700})
         page.goto(url + "?annotator=tester")
         page.wait_for_function(BOTH_PLAYING, timeout=10_000)
-        sizes = page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
-                              "v.videoHeight, v.duration])")
+        yield page, page.evaluate("[...document.querySelectorAll('.frame video')].map((v) => [v.videoWidth, "
+                                  "v.videoHeight, v.duration])")
+        browser.close()
+
+
+def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s_instructions(tmp_path):
+    pytest.importorskip("mujoco")
+    env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=60, kwargs={"terminate_when_unhealthy": False},
+                 task=Backflip())
+    with physics_clips_playing(tmp_path, env) as (page, sizes):
+        assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
+        assert "Teach a backflip." in page.locator("#instructions").inner_text()
+
+
+def test_people_labelling_a_metaworld_task_see_its_clips_drawn_from_the_recorded_states(tmp_path):
+    pytest.importorskip("metaworld")
+    with physics_clips_playing(tmp_path, MetaWorldEnv("door-open-v3", n_envs=1, max_episode_steps=60)) as (page,
+                                                                                                       sizes):
         # 51 states a clip, every third drawn: Meta-World's 80 steps a second, near the clips' 25 frames a second.
         assert all(w == 320 and h == 240 and d == pytest.approx(18 / (80 / 3), abs=0.05) for w, h, d in sizes), sizes
         page.keyboard.press("ArrowLeft")  # a person's answer reaches the store
         assert sent(page, 1)[0]["label"] == "left"
-        browser.close()
 
 
 def playing_times(page: Page) -> list[float]:
