@@ -38,12 +38,15 @@ PUBLISHED = {
     "hammer": (10_000, [41, 85, 92, 79, 96]),
 }
 METHODS = ["PEBBLE", "SURF", "RUNE", "QPA", "PPE"]
-DMC = {"walker_walk", "cheetah_run", "quadruped_walk", "humanoid_stand"}
 
 
-def score(task: str, runs: list[Run]) -> str:
-    """DMC: the final return; Meta-World: the final success rate, in percent; with the runs' count."""
-    value = cell(final(runs)) if task in DMC else f"{cell(100 * final(runs, 'success_rate'), 0)}%"
+def score(runs: list[Run]) -> str:
+    """The final success rate in percent where the env reports one (Meta-World), else the final return (DMC); with
+    the runs' count."""
+    if all("success_rate" in r.evaluation for r in runs):
+        value = f"{cell(100 * final(runs, 'success_rate'), 0)}%"
+    else:
+        value = cell(final(runs))
     return f"{value} ({len(runs)})"
 
 
@@ -72,7 +75,7 @@ def main() -> None:
         steps = int(measured[0][0].rows[-1]["timesteps"])
         most = max(len(runs) for runs in measured)  # a reused sweep may hold more seeds than --seeds
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
-                    f"{' | '.join(score(task, runs) for runs in measured)} | {score(task, ceiling)} | {steps:,} | "
+                    f"{' | '.join(score(runs) for runs in measured)} | {score(ceiling)} | {steps:,} | "
                     f"`rlhp-train -m experiment=bpref/{task} method={','.join(args.methods)} "
                     f"{' '.join(args.override)} {seeds(most)}` |".replace("  ", " "))
     for task in args.not_run:

@@ -69,7 +69,7 @@ OPTION_NEEDS = {
     ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
     ("method", "qpa"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],  # its hybrid replay: an off-policy agent
     # One copy of each DMC or Meta-World env (debug=fast asks for 4; a Meta-World copy takes seconds to build).
-    **{("experiment", f"bpref/{p.stem}"): ["env.n_envs=1"] for p in (CONF / "experiment" / "bpref").glob("*.yaml")},
+    **{("experiment", o): ["env.n_envs=1"] for o in cli.group_options("experiment") if o.startswith("bpref/")},
 }
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
 

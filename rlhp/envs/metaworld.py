@@ -140,18 +140,21 @@ class MetaWorldEnv(GymEnv):
     def read_state(self, env: gym.Env) -> np.ndarray:
         """Where reset put the bodies and sites, the hand's mocap target, then the joints' positions and
         velocities, as one float64 vector."""
-        inner = env.unwrapped
-        return np.concatenate([inner.model.body_pos.ravel(), inner.model.site_pos.ravel(),
-                               inner.data.mocap_pos.ravel(), physics_state(env)])
+        return np.concatenate([*(a.ravel() for a in _placements(env)), physics_state(env)])
 
     def write_state(self, env: gym.Env, state: np.ndarray) -> None:
         """Put a copy in ``state`` (from :meth:`read_state`): its objects and goal where that episode had them."""
-        model, data = env.unwrapped.model, env.unwrapped.data
-        placed = (model.body_pos, model.site_pos, data.mocap_pos)
+        placed = _placements(env)
         *parts, physics = np.split(state, np.cumsum([a.size for a in placed]))
         for array, part in zip(placed, parts, strict=True):
             array[:] = part.reshape(array.shape)
         set_physics_state(env, physics)
+
+
+def _placements(env: gym.Env) -> tuple[np.ndarray, ...]:
+    """The arrays a recorded state holds beside the joints', in its order: bodies', sites', the mocap target."""
+    model, data = env.unwrapped.model, env.unwrapped.data
+    return model.body_pos, model.site_pos, data.mocap_pos
 
 
 def _as_float32(obs: np.ndarray) -> np.ndarray:
