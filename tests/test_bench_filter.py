@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -21,7 +22,8 @@ def test_a_filtered_run_against_an_erring_teacher_reports_what_the_benchmark_rea
                        "gatherer.mistake=0.4", "reward_trainer.label_filter.max_fraction=0.5",
                        "reward_trainer.epochs=20")
     (run,) = find_runs(run_dir)
-    labels, wrong, dropped, dropped_wrong = last_round(run)
+    labels, wrong, dropped, dropped_wrong, flipped, flipped_wrong = last_round(run)
+    assert math.isnan(flipped) and flipped_wrong == 0  # this filter flips nothing: it reports no flips
     assert labels == 20
     # Wrong: a preference the true returns rank the other way, counted here from the saved labels.
     prefs = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "preferences")
@@ -35,3 +37,4 @@ def test_a_filtered_run_against_an_erring_teacher_reports_what_the_benchmark_rea
 def test_a_share_is_a_count_and_its_percentage_of_the_whole() -> None:
     assert share(3, 12) == "3 (25%)"
     assert share(0, 0) == "0"
+    assert share(float("nan"), 12) == share(0, float("nan")) == "–"  # not reported by the run's filter

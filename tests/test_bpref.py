@@ -43,14 +43,14 @@ def test_each_task_queries_its_budget_in_b_prefs_batches_then_stops(task):
     assert cfg.gatherer.temperature == 0  # B-Pref's oracle: the larger return wins
 
 
-@pytest.mark.parametrize("method", ["pebble", "surf", "rune", "qpa", "entropy", "filter"])
+@pytest.mark.parametrize("method", ["pebble", "surf", "rune", "qpa", "entropy", "filter", "rime"])
 def test_every_method_composes_on_a_task_and_changes_only_its_own_parts(method):
     base = composed("train", ["experiment=bpref/walker_walk"])
     cfg = composed("train", ["experiment=bpref/walker_walk", f"method={method}"])
     changed = {k for k in set(base) | set(cfg) if base.get(k) != cfg.get(k)}
     expected = {"pebble": set(), "surf": {"reward_trainer"}, "rune": {"reward_net"},
                 "qpa": {"fragmenter", "reward_trainer", "query_pool", "reward_net", "agent"},
-                "entropy": {"fragmenter"}, "filter": {"reward_trainer"}}[method]
+                "entropy": {"fragmenter"}, "filter": {"reward_trainer"}, "rime": {"reward_trainer"}}[method]
     assert changed == expected
     if method == "qpa":
         assert cfg.query_pool.episodes == 10 and cfg.agent.replay_buffer_kwargs.recent_frac == 0.5

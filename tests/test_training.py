@@ -11,11 +11,13 @@ from rlhp.feedback import SyntheticGatherer
 from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training import (
     DropContradicted,
+    Judgement,
     KeepAll,
     NoPseudoLabels,
     PseudoLabels,
     RewardTrainer,
     TemporalCrop,
+    TrustAndFlip,
     WholeFragments,
     summarise,
 )
@@ -288,12 +290,21 @@ class LastMask:
     def __init__(self, inner) -> None:
         self.inner, self.judges = inner, inner.judges
 
-    def keep(self, label_probs, labels, trained_on):
-        self.mask, self.trained_on = self.inner.keep(label_probs, labels, trained_on), trained_on
-        return self.mask
+    def judge(self, first_probs, labels, trained_on):
+        self.judgement, self.trained_on = self.inner.judge(first_probs, labels, trained_on), trained_on
+        self.mask = self.judgement.keep
+        return self.judgement
 
-    def metrics(self, keep):
-        return self.inner.metrics(keep)
+    def metrics(self, judgement):
+        return self.inner.metrics(judgement)
+
+
+def kept(label_filter, label_probs, labels, trained_on) -> torch.Tensor:
+    """The mask a filter gives members whose probabilities of each pair's label are ``label_probs``."""
+    first = torch.where(labels == 0, 1 - label_probs, label_probs)  # the same for label 1; a tie's is 1/2 either way
+    judgement = label_filter.judge(lambda: first, labels, trained_on)
+    assert not judgement.flip.any()
+    return judgement.keep
 
 
 def test_dropping_contradicted_labels_leaves_out_the_planted_wrong_ones():
@@ -345,11 +356,11 @@ def test_a_pair_is_judged_by_the_members_that_did_not_train_on_it():
     probs = torch.tensor([[0.99, 0.99, 0.9, 0.20], [0.10, 0.30, 0.9, 0.20]])
     labels = torch.tensor([1.0, 1.0, 0.0, 1.0])
     trained_on = torch.tensor([[True, True, True, True], [False, True, True, False]])
-    kept = {oob: DropContradicted(max_fraction=1.0, out_of_bag=oob).keep(lambda: probs, labels, trained_on).tolist()
-            for oob in (True, False)}
+    masks = {oob: kept(DropContradicted(max_fraction=1.0, out_of_bag=oob), probs, labels, trained_on).tolist()
+             for oob in (True, False)}
     # Out of bag: pair 0 by member 1 alone; pairs 1 and 2, held by both, by both (mean 0.64 and 0.9); pair 3 by 1.
-    assert kept[True] == [0.0, 1.0, 1.0, 0.0]
-    assert kept[False] == [1.0, 1.0, 1.0, 0.0]  # every member: pair 0's mean is 0.545
+    assert masks[True] == [0.0, 1.0, 1.0, 0.0]
+    assert masks[False] == [1.0, 1.0, 1.0, 0.0]  # every member: pair 0's mean is 0.545
 
 
 def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
@@ -359,14 +370,16 @@ def test_a_label_filter_refuses_confidence_outside_its_range_and_keeps_ties():
     # Members' probabilities of each pair's label, (members, pairs): the mean decides, against 1 - 0.85.
     probs = torch.tensor([[0.10, 0.00, 0.15, 0.0], [0.15, 0.40, 0.20, 0.0]])
     labels = torch.tensor([1.0, 0.0, 1.0, 0.5])  # the last a tie: never judged
-    keep = DropContradicted(confidence=0.85, max_fraction=1.0).keep(lambda: probs, labels, probs > 2)
+    keep = kept(DropContradicted(confidence=0.85, max_fraction=1.0), probs, labels, probs > 2)
     assert keep.tolist() == [0.0, 1.0, 1.0, 1.0] and keep.dtype == labels.dtype
-    assert KeepAll().keep(lambda: pytest.fail("KeepAll scores nothing"), labels, probs > 2).tolist() == [1.0] * 4
-    assert KeepAll().metrics(keep) == {} and DropContradicted().metrics(keep) == {"reward_labels_dropped": 1.0}
+    everything = KeepAll().judge(lambda: pytest.fail("KeepAll scores nothing"), labels, probs > 2)
+    assert everything.keep.tolist() == [1.0] * 4 and not everything.flip.any()
+    verdict = Judgement(keep, torch.zeros(4, dtype=torch.bool))
+    assert KeepAll().metrics(verdict) == {} and DropContradicted().metrics(verdict) == {"reward_labels_dropped": 1.0}
     # A probability of exactly 1 - confidence is not under it: that label is kept.
     at_the_line = torch.tensor([[0.25, 0.2499]])
-    kept = DropContradicted(confidence=0.75, max_fraction=1.0).keep(lambda: at_the_line, labels[:2], at_the_line > 2)
-    assert kept.tolist() == [1.0, 0.0]
+    assert kept(DropContradicted(confidence=0.75, max_fraction=1.0), at_the_line, labels[:2],
+                at_the_line > 2).tolist() == [1.0, 0.0]
 
 
 def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first():
@@ -376,10 +389,99 @@ def test_a_label_filter_leaves_out_at_most_its_share_the_most_contradicted_first
     # Ten pairs, one member: five contradicted (under 0.4), a tie that is never judged.
     probs = torch.tensor([[0.30, 0.90, 0.05, 0.35, 0.20, 0.70, 0.00, 0.10, 0.60, 0.99]])
     labels = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0])
-    dropped = {share: (1 - DropContradicted(0.6, max_fraction=share).keep(lambda: probs, labels, probs > 2)).nonzero()
+    dropped = {share: (1 - kept(DropContradicted(0.6, max_fraction=share), probs, labels, probs > 2)).nonzero()
                   .ravel().tolist()
                for share in (1.0, 0.3, 0.25, 0.1, 0.05)}
     assert dropped == {1.0: [0, 2, 3, 4, 7], 0.3: [2, 4, 7], 0.25: [2, 7], 0.1: [2], 0.05: []}
+
+
+def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_the_rest():
+    rime = TrustAndFlip(alpha=0.5, beta_start=3.0, beta_end=1.0, decay_epochs=4, flip_below=0.01, rate=0.1)
+    labels = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.5, 0.0], dtype=torch.float64)
+    # Two members' probability that the first fragment is preferred; the mean judges.
+    first = torch.tensor([[0.9, 0.6, 0.2, 0.3, 1e-5, 0.999], [0.7, 0.6, 0.4, 0.1, 1e-5, 0.997]], dtype=torch.float64)
+    p = first.mean(0)
+    tie = 0.5 * math.log(0.5 / 1e-5) + 0.5 * math.log(0.5 / (1 - 1e-5))  # KL((1/2, 1/2) || (p, 1 - p))
+    kl = torch.tensor([-math.log(0.8), -math.log(0.6), -math.log(0.7), -math.log(0.2), tie, -math.log(0.002)],
+                      dtype=torch.float64)
+    # The first epoch trusts every pair (rho is 0) and flips the label the members give 0.2% (under 1%); the tie,
+    # which the members rule out as surely (a divergence over -ln 0.01), is never flipped.
+    assert tie > -math.log(0.01)
+    verdict = rime.judge(lambda: first, labels, first > 2)
+    assert verdict.keep.tolist() == [1.0] * 6 and verdict.flip.tolist() == [False] * 5 + [True]
+    assert verdict.labels(labels).tolist() == [1.0, 1.0, 0.0, 1.0, 0.5, 1.0]
+    assert rime.rho == pytest.approx(0.1 * kl.max().item())  # moved a tenth of the way from 0
+    assert rime.var == pytest.approx(kl.var(unbiased=False).item())
+    assert rime.metrics(verdict) == {"reward_labels_dropped": 0.0, "reward_labels_flipped": 1.0}
+    # Second epoch: the bound is -ln(rho) + alpha rho + min(beta var, 3) with beta 3 - 2 / 4 = 2.5; the pairs
+    # over it are left out (unless flipped), those under it trained on with their labels.
+    bound = -math.log(rime.rho) + 0.5 * rime.rho + min(2.5 * rime.var, 3.0)
+    verdict = rime.judge(lambda: first, labels, first > 2)
+    assert rime.bound == pytest.approx(bound)
+    trusted = (kl < bound).tolist()
+    assert verdict.keep.bool().tolist() == [t or i == 5 for i, t in enumerate(trusted)]
+    assert "reward_trust_bound" in rime.metrics(verdict)
+    # Once the trusted divergences reach rho = 0.7 with little spread, the bound is about 0.73: pair 3's label,
+    # given 20% (a divergence of 1.61), and the tie are left out, the others trusted, and the flip stays a flip.
+    rime.rho, rime.var = 0.7, 0.01
+    verdict = rime.judge(lambda: first, labels, first > 2)
+    assert p[3] == pytest.approx(0.2) and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+    assert verdict.flip.tolist() == [False] * 5 + [True]
+    assert rime.metrics(verdict)["reward_labels_dropped"] == 2.0
+    # The leniency falls to beta_end and stays there.
+    rime.epochs = 100
+    rime.rho, rime.var = 0.5, 10.0
+    assert rime.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 3.0)
+    rime.var = 0.1
+    assert rime.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 0.1)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"alpha": -0.1}, r"^alpha must be at least 0"), ({"beta_start": 0.5}, r"^beta_start must be at least beta_end"),
+    ({"decay_epochs": 0}, r"^decay_epochs must be at least 1"), ({"flip_below": 0.5}, r"^flip_below must lie in"),
+    ({"rate": 0.0}, r"^rate must lie in \(0, 1\]"), ({"max_uncertainty": -1.0}, r"^max_uncertainty must be")])
+def test_rime_refuses_arguments_outside_their_domain(arguments, message):
+    with pytest.raises(ArgumentError, match=message):
+        TrustAndFlip(**arguments)
+
+
+def test_rime_against_a_teacher_who_flips_three_labels_in_ten():
+    ds, wrong = flipped(300, 0.3)
+    nets, judged = {}, {}
+    for name, inner in {"all": KeepAll(), "rime": TrustAndFlip()}.items():
+        torch.manual_seed(0)
+        nets[name] = RewardNet(*spaces(), members=3)
+        judged[name] = LastMask(inner)
+        metrics = RewardTrainer(nets[name], np.random.default_rng(0), epochs=60,
+                                label_filter=judged[name]).train(ds)
+    verdict = judged["rime"].judgement
+    dropped, flip = ~verdict.keep.bool().numpy(), verdict.flip.numpy()
+    assert metrics["reward_labels_flipped"] == flip.sum() and metrics["gt_labels_flipped_wrong"] == (flip & wrong).sum()
+    assert metrics["reward_labels_dropped"] == dropped.sum()
+    acted = dropped | flip
+    # What it leaves out or flips is mostly the planted flips (over twice their 30% share, most of them caught), a
+    # label it flips far more often a wrong one, and it ranks fresh pairs better than believing every label.
+    assert (acted & wrong).sum() > 0.6 * acted.sum() and (acted & wrong).sum() > 0.5 * wrong.sum()
+    assert (flip & wrong).sum() > 0.8 * flip.sum() > 0
+    assert held_out_accuracy(nets["rime"]) > held_out_accuracy(nets["all"]) + 0.05
+
+
+def test_the_trainer_trains_on_the_labels_a_filter_flips():
+    class FlipAll:
+        judges = False
+
+        def judge(self, first_probs, labels, trained_on):
+            return Judgement(torch.ones_like(labels), torch.ones_like(labels, dtype=torch.bool))
+
+        def metrics(self, judgement):
+            return {}
+
+    torch.manual_seed(0)
+    net = RewardNet(*spaces(), members=1)
+    metrics = RewardTrainer(net, np.random.default_rng(0), epochs=30, lr=3e-3, label_filter=FlipAll()).train(
+        labelled(300))
+    # The figures are against the labels given: a net trained on every label's opposite ranks against them.
+    assert metrics["reward_accuracy"] < 0.1 and held_out_accuracy(net) < 0.1
 
 
 def step_inputs(members: int, pairs: int, length: int) -> RewardInputs:

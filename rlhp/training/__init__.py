@@ -2,11 +2,11 @@
 fragments, pseudo-labels on unlabelled pairs, which labels it believes, and which a pass covers."""
 
 from rlhp.training.augment import Crop, TemporalCrop, WholeFragments
-from rlhp.training.filters import DropContradicted, KeepAll, LabelFilter
+from rlhp.training.filters import DropContradicted, Judgement, KeepAll, LabelFilter, TrustAndFlip
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabelled, PseudoLabeller, PseudoLabels
 from rlhp.training.replay import AllLabels, LabelReplay, RecentWindow
 from rlhp.training.trainer import PairScores, RewardTrainer, summarise
 
-__all__ = ["AllLabels", "Crop", "DropContradicted", "KeepAll", "LabelFilter", "LabelReplay", "NoPseudoLabels",
-           "PairScores", "PseudoLabelled", "PseudoLabeller", "PseudoLabels", "RecentWindow", "RewardTrainer",
-           "TemporalCrop", "WholeFragments", "summarise"]
+__all__ = ["AllLabels", "Crop", "DropContradicted", "Judgement", "KeepAll", "LabelFilter", "LabelReplay",
+           "NoPseudoLabels", "PairScores", "PseudoLabelled", "PseudoLabeller", "PseudoLabels", "RecentWindow",
+           "RewardTrainer", "TemporalCrop", "TrustAndFlip", "WholeFragments", "summarise"]

@@ -22,7 +22,7 @@ from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
 from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training.augment import Crop, WholeFragments
-from rlhp.training.filters import KeepAll, LabelFilter
+from rlhp.training.filters import Judgement, KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
 from rlhp.training.replay import AllLabels, LabelReplay
 
@@ -66,7 +66,8 @@ class RewardTrainer:
     and with ``gt_reward_`` for the true reward under the same model (a ceiling); with a label filter that
     judges, ``gt_labels_wrong``: how many of the training labels the true reward contradicts, and
     ``gt_labels_dropped_wrong``: how many of those it left out of the last epoch (the rest of
-    ``reward_labels_dropped`` were right).
+    ``reward_labels_dropped`` were right), and ``gt_labels_flipped_wrong``: how many it flipped (corrected; the
+    rest of ``reward_labels_flipped`` it made wrong).
 
     Args:
         reward_net: the net to train (each ensemble member on its own bootstrap sample).
@@ -85,7 +86,8 @@ class RewardTrainer:
         noise_prob, discount_factor, threshold: the preference model (see ``preference_logprobs``).
         crop: the steps of each pair a training batch scores (SURF's temporal crops, or whole fragments).
         pseudo_labels: what it learns from unlabelled pairs (SURF's confident pseudo-labels, or nothing).
-        label_filter: which labels it trains on each epoch (all, or not those it confidently contradicts).
+        label_filter: which labels it trains on each epoch (all, not those it confidently contradicts, or RIME's
+            trusted ones with the surest contradictions flipped).
         replay: which pairs a pass covers (every label, or a bounded window of new ones and a replay sample).
     """
 
@@ -208,13 +210,13 @@ class RewardTrainer:
         finally:
             self.net.train(training)
 
-    def label_probs(self, inputs: Callable[[torch.Tensor], RewardInputs], labels: torch.Tensor) -> torch.Tensor:
-        """Each member's probability of each pair's label, (members, pairs), in eval mode on whole fragments."""
-        chunks = torch.arange(len(labels), device=labels.device).split(self.JUDGE_CHUNK)
+    def first_probs(self, inputs: Callable[[torch.Tensor], RewardInputs], n: int, device: torch.device) -> torch.Tensor:
+        """Each member's probability that each of the ``n`` pairs' first fragment is preferred, (members, pairs),
+        in eval mode on whole fragments."""
+        chunks = torch.arange(n, device=device).split(self.JUDGE_CHUNK)
         with self._judging():
-            first = torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
-                               for idx in chunks], dim=1)
-        return labels * first + (1 - labels) * (1 - first)
+            return torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
+                              for idx in chunks], dim=1)
 
     def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
         """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
@@ -243,10 +245,12 @@ class RewardTrainer:
         trained_on.scatter_(1, torch.as_tensor(sample, device=device), True)
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
-            keep = self.label_filter.keep(lambda: self.label_probs(inputs, labels), labels, trained_on)
+            judgement = self.label_filter.judge(lambda: self.first_probs(inputs, n, device), labels, trained_on)
             self.net.train(True)
             shuffled = torch.as_tensor(self.replay.draw(sample, self.rng), device=device)
-            shuffled_labels, shuffled_keep = labels[shuffled], keep[shuffled]
+            # Trained on the verdict's labels; the epoch's figures are against the labels given.
+            shuffled_labels, trained_labels = labels[shuffled], judgement.labels(labels)[shuffled]
+            shuffled_keep = judgement.keep[shuffled]
             seen, pseudo = [], []  # each batch's returns as trained on: the epoch's figures come from them at once
             for start in range(0, shuffled.shape[1], self.batch_size):
                 stop = min(start + self.batch_size, shuffled.shape[1])
@@ -255,7 +259,7 @@ class RewardTrainer:
                     part = slice(mini, min(mini + self.minibatch_size, stop))
                     returns = self._returns(inputs, shuffled[:, part])
                     # Members are independent, so summing their losses trains each at full rate.
-                    loss = (self.loss(returns, shuffled_labels[:, part]) * shuffled_keep[:, part]).sum()
+                    loss = (self.loss(returns, trained_labels[:, part]) * shuffled_keep[:, part]).sum()
                     if ratio:
                         drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
                         extra, labelled = self._pseudo_loss(unlabelled, torch.as_tensor(drawn, device=device))
@@ -266,12 +270,13 @@ class RewardTrainer:
                 self.optimizer.step()
             totals = self.scores(torch.cat(seen, dim=1), shuffled_labels).totals()
             metrics = summarise(totals, shuffled.numel(), "reward_")
-            metrics.update(self.label_filter.metrics(keep[torch.as_tensor(train, device=device)]))
+            metrics.update(self.label_filter.metrics(judgement.select(torch.as_tensor(train, device=device))))
             if pseudo:
                 metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
-        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train), keep.cpu()))
+        metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train),
+                                              Judgement(judgement.keep.cpu(), judgement.flip.cpu())))
         return metrics
 
     def _pseudo_loss(self, inputs: Callable[[torch.Tensor], RewardInputs],
@@ -313,10 +318,10 @@ class RewardTrainer:
 
     @torch.no_grad()
     def gt_reward_metrics(self, pairs: FragmentPairs, labels: np.ndarray, train: torch.Tensor,
-                          keep: torch.Tensor) -> dict[str, float]:
+                          judgement: Judgement) -> dict[str, float]:
         """Loss, accuracy and tie gap of the true reward under the same model: a ceiling for the net; and, where
-        the label filter judges, how many of the training pairs ``train`` (indices) it contradicts, in all and
-        among those the last epoch's mask ``keep`` left out."""
+        the label filter judges, how many of the training pairs ``train`` (indices) it contradicts, in all, among
+        those the last epoch's ``judgement`` left out and among those it flipped."""
         if np.isnan(pairs.rews).any():
             return {}
         returns = discounted_returns(torch.as_tensor(pairs.rews, dtype=torch.float32), self.discount_factor)
@@ -325,5 +330,6 @@ class RewardTrainer:
         if self.label_filter.judges:
             wrong = scores.decided - scores.correct  # a preference the true returns rank the other way
             metrics["gt_labels_wrong"] = float(wrong[train].sum())
-            metrics["gt_labels_dropped_wrong"] = float((wrong[train] * (1 - keep[train])).sum())
+            metrics["gt_labels_dropped_wrong"] = float((wrong[train] * (1 - judgement.keep[train])).sum())
+            metrics["gt_labels_flipped_wrong"] = float(wrong[train][judgement.flip[train]].sum())
         return metrics
