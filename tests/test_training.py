@@ -428,6 +428,11 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
     assert p[3] == pytest.approx(0.2) and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
     assert verdict.flip.tolist() == [False] * 5 + [True]
     assert rime.metrics(verdict)["reward_labels_dropped"] == 2.0
+    # flip_below=0 flips nothing: the label given 0.2% is judged like the others (left out here).
+    unflipping = TrustAndFlip(flip_below=0.0)
+    unflipping.rho, unflipping.var = 0.7, 0.01
+    verdict = unflipping.judge(lambda: first, labels, first > 2)
+    assert not verdict.flip.any() and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     # The leniency falls to beta_end and stays there.
     rime.epochs = 100
     rime.rho, rime.var = 0.5, 10.0
@@ -439,6 +444,7 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
 @pytest.mark.parametrize("arguments, message", [
     ({"alpha": -0.1}, r"^alpha must be at least 0"), ({"beta_start": 0.5}, r"^beta_start must be at least beta_end"),
     ({"decay_epochs": 0}, r"^decay_epochs must be at least 1"), ({"flip_below": 0.5}, r"^flip_below must lie in"),
+    ({"flip_below": -0.1}, r"^flip_below must lie in \[0, 0.5\)"),
     ({"rate": 0.0}, r"^rate must lie in \(0, 1\]"), ({"max_uncertainty": -1.0}, r"^max_uncertainty must be")])
 def test_rime_refuses_arguments_outside_their_domain(arguments, message):
     with pytest.raises(ArgumentError, match=message):

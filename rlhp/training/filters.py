@@ -149,7 +149,8 @@ class TrustAndFlip:
             ``decay_epochs`` on (``beta_start >= beta_end >= 0``).
         decay_epochs: epochs over which that weight falls (RIME: 60 on DMC, 600 on Meta-World).
         max_uncertainty: the most the variance term adds.
-        flip_below: a label whose probability under the mean prediction is below it is flipped, in (0, 1/2).
+        flip_below: a label whose probability under the mean prediction is below it is flipped, in [0, 1/2) (0:
+            none is).
         rate: the moving average's rate for ``rho``, in (0, 1].
     """
 
@@ -161,13 +162,15 @@ class TrustAndFlip:
                   ("beta_start", beta_start >= beta_end, f"must be at least beta_end ({beta_end})"),
                   ("decay_epochs", decay_epochs >= 1, "must be at least 1"),
                   ("max_uncertainty", max_uncertainty >= 0, "must be at least 0"),
-                  ("flip_below", 0 < flip_below < 0.5, "must lie in (0, 0.5)"),
+                  ("flip_below", 0 <= flip_below < 0.5, "must lie in [0, 0.5)"),
                   ("rate", 0 < rate <= 1, "must lie in (0, 1]"))
         for name, ok, rule in checks:
             if not ok:
                 raise ArgumentError(name, f"{rule}, got {locals()[name]}")
         self.alpha, self.beta_start, self.beta_end, self.decay_epochs = alpha, beta_start, beta_end, decay_epochs
-        self.max_uncertainty, self.flip_above, self.rate = max_uncertainty, -math.log(flip_below), rate
+        # flip_below=0 flips nothing: no probability is under it.
+        self.flip_above = -math.log(flip_below) if flip_below else math.inf
+        self.max_uncertainty, self.rate = max_uncertainty, rate
         self.epochs, self.rho, self.count, self.mean, self.var = 0, 0.0, 0, 0.0, 0.0
         self.bound = math.inf
 
