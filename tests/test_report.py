@@ -85,6 +85,16 @@ def test_the_report_holds_the_numbers_of_the_runs(sweep):
         assert (sweep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_return_of_zero_is_a_figure_and_a_missing_correlation_is_n_a(tmp_path, recwarn):
+    for job, seed in enumerate((0, 1)):
+        fake_run(tmp_path / str(job), [f"seed={seed}"], [-2.0, -1.0])
+        (tmp_path / str(job) / "eval.json").write_text(json.dumps({"true_return_mean": 0.0,
+                                                                   "reward_correlation": None}))
+    report = write_report(tmp_path).read_text()
+    assert "| all runs | 2 | 0.0 ± 0.0 | [0.0, 0.0] | n/a | 20 |" in report
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # no "Mean of empty slice"
+
+
 def test_a_single_run_is_plotted_too_and_an_empty_folder_is_an_error(tmp_path):
     fake_run(tmp_path / "run", ["seed=3"], [1, 2, 3])
     report = write_report(tmp_path / "run").read_text()

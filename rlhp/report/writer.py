@@ -34,6 +34,12 @@ def _success(runs: list[Run]) -> str:
     return f"{_fmt(mean)}%" + ("" if not np.isfinite(half) else f" ± {_fmt(half)}")
 
 
+def _figure(run: Run, key: str) -> float:
+    """A figure of the run's eval.json; NaN where it is missing or null (a return of 0 stays 0)."""
+    value = run.evaluation.get(key)
+    return np.nan if value is None else float(value)
+
+
 def _final_table(groups: dict[str, list[Run]]) -> list[str]:
     # A success column only where some env reports success (Meta-World's tasks).
     success = any("success_rate" in r.evaluation for runs in groups.values() for r in runs if r.status == "finished")
@@ -44,8 +50,8 @@ def _final_table(groups: dict[str, list[Run]]) -> list[str]:
         done = [r for r in runs if r.status == "finished"]
         if not done:
             continue
-        returns = np.array([r.evaluation.get("true_return_mean") or np.nan for r in done], dtype=float)
-        corr = np.array([r.evaluation.get("reward_correlation") or np.nan for r in done], dtype=float)
+        returns = np.array([_figure(r, "true_return_mean") for r in done])
+        corr = np.array([_figure(r, "reward_correlation") for r in done])
         mean, half = mean_ci(returns)
         std = np.nanstd(returns, ddof=1) if len(done) > 1 else 0.0
         last = [r.rows[-1] for r in done if r.rows]
@@ -53,7 +59,7 @@ def _final_table(groups: dict[str, list[Run]]) -> list[str]:
         steps = np.mean([row["timesteps"] for row in last]) if last else None
         wall = np.mean([row["wall_s"] for row in last]) if last else None
         ci = "n/a" if not np.isfinite(half) else f"[{_fmt(mean - half)}, {_fmt(mean + half)}]"
-        lines.append(f"| {name} | {len(done)} | {_fmt(mean)} ± {_fmt(std)} | {ci} | {_fmt(np.nanmean(corr), 3)} | "
+        lines.append(f"| {name} | {len(done)} | {_fmt(mean)} ± {_fmt(std)} | {ci} | {_fmt(mean_ci(corr)[0], 3)} | "
                      f"{_fmt(labels, 0)} | {_fmt(steps, 0)} | {_fmt(wall)} |" + (f" {_success(done)} |" if success
                                                                                 else ""))
     return lines
