@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 from bench_labels import ENVS, command, result
 from bench_suite import final, seeds, sweep
-from docblock import show
+from docblock import add_run_options, show
 
 from rlhp.experiment.cli import group_options
 from rlhp.report.folders import Run
@@ -59,14 +58,11 @@ def main() -> None:
     parser.add_argument("--mistakes", nargs="+", type=float, default=[0.1], help="shares of labels the teacher flips")
     parser.add_argument("--filters", nargs="+", choices=sorted(group_options("reward_trainer/label_filter")),
                         default=["contradicted"])
-    parser.add_argument("--override", action="append", default=[], help="another override of every run")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
-    parser.add_argument("--root", type=Path, default=Path("multirun/bench_filter"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}-core CPU",
                         help="where the runs ran, for the table's caption (default: this machine)")
-    parser.add_argument("--out", type=Path, default=None, help="docs page whose block to rewrite")
-    parser.add_argument("--block", default="bench_filter")
+    add_run_options(parser, "multirun/bench_filter", "bench_filter")
     args = parser.parse_args()
     if args.labels < 1 or not all(0 < m < 1 for m in args.mistakes) or args.seeds < 1 or args.jobs < 1:
         parser.error("--labels, --seeds and --jobs must be positive and each of --mistakes must lie in (0, 1)")
