@@ -433,7 +433,10 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
     unflipping.rho, unflipping.var = 0.7, 0.01
     verdict = unflipping.judge(lambda: first, labels, first > 2)
     assert not verdict.flip.any() and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
-    # The leniency falls to beta_end and stays there.
+    # The leniency falls to beta_end and stays there; a schedule may rise as well (beta 0 to 2 over 4 epochs).
+    rising = TrustAndFlip(beta_start=0.0, beta_end=2.0, decay_epochs=4)
+    rising.rho, rising.var, rising.epochs = 0.5, 0.1, 1
+    assert rising.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 0.5 * 0.1)
     rime.epochs = 100
     rime.rho, rime.var = 0.5, 10.0
     assert rime.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 3.0)
@@ -442,7 +445,7 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"alpha": -0.1}, r"^alpha must be at least 0"), ({"beta_start": 0.5}, r"^beta_start must be at least beta_end"),
+    ({"alpha": -0.1}, r"^alpha must be at least 0"), ({"beta_start": -0.5}, r"^beta_start must be at least 0"),
     ({"decay_epochs": 0}, r"^decay_epochs must be at least 1"), ({"flip_below": 0.5}, r"^flip_below must lie in"),
     ({"flip_below": -0.1}, r"^flip_below must lie in \[0, 0.5\)"),
     ({"rate": 0.0}, r"^rate must lie in \(0, 1\]"), ({"max_uncertainty": -1.0}, r"^max_uncertainty must be")])

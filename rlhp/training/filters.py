@@ -133,7 +133,7 @@ class TrustAndFlip:
     The lower bound is ``-ln(rho) + alpha * rho + min(beta_t * var, max_uncertainty)``. ``rho`` follows the largest
     divergence among the pairs trusted so far (a moving average at rate ``rate``): RIME bounds a corrupted label's
     divergence from below by this function of the clean labels' largest, ``rho``. ``var`` is the variance of the
-    trusted pairs' divergences, pooled over the epochs, and ``beta_t`` falls linearly from ``beta_start`` to
+    trusted pairs' divergences, pooled over the epochs, and ``beta_t`` goes linearly from ``beta_start`` to
     ``beta_end`` over ``decay_epochs`` epochs: lenient while the model is young and its divergences spread. As in
     RIME's code, ``rho`` starts at 0 (every pair is trusted in the first epoch) and moves towards each epoch's
     largest trusted divergence, so the bound starts high and tightens over the first tens of epochs. The upper bound
@@ -146,7 +146,7 @@ class TrustAndFlip:
     Args:
         alpha: weight of ``rho`` in the lower bound.
         beta_start, beta_end: the weight of the divergences' variance at the first epoch and from
-            ``decay_epochs`` on (``beta_start >= beta_end >= 0``).
+            ``decay_epochs`` on, linear in between (both at least 0; RIME's falls).
         decay_epochs: epochs over which that weight falls (RIME: 60 on DMC, 600 on Meta-World).
         max_uncertainty: the most the variance term adds.
         flip_below: a label whose probability under the mean prediction is below it is flipped, in [0, 1/2) (0:
@@ -159,7 +159,7 @@ class TrustAndFlip:
     def __init__(self, alpha: float = 0.5, beta_start: float = 3.0, beta_end: float = 1.0, decay_epochs: int = 60,
                  max_uncertainty: float = 3.0, flip_below: float = 0.001, rate: float = 0.1) -> None:
         checks = (("alpha", alpha >= 0, "must be at least 0"), ("beta_end", beta_end >= 0, "must be at least 0"),
-                  ("beta_start", beta_start >= beta_end, f"must be at least beta_end ({beta_end})"),
+                  ("beta_start", beta_start >= 0, "must be at least 0"),
                   ("decay_epochs", decay_epochs >= 1, "must be at least 1"),
                   ("max_uncertainty", max_uncertainty >= 0, "must be at least 0"),
                   ("flip_below", 0 <= flip_below < 0.5, "must lie in [0, 0.5)"),
@@ -178,7 +178,7 @@ class TrustAndFlip:
         """The divergence under which a pair is trusted this epoch."""
         if not self.rho:
             return math.inf
-        beta = max(self.beta_end, self.beta_start - (self.beta_start - self.beta_end) * self.epochs / self.decay_epochs)
+        beta = self.beta_start + (self.beta_end - self.beta_start) * min(1.0, self.epochs / self.decay_epochs)
         return -math.log(self.rho) + self.alpha * self.rho + min(beta * self.var, self.max_uncertainty)
 
     def judge(self, first_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
