@@ -411,11 +411,11 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
     assert verdict.keep.tolist() == [1.0] * 6 and verdict.flip.tolist() == [False] * 5 + [True]
     assert verdict.labels(labels).tolist() == [1.0, 1.0, 0.0, 1.0, 0.5, 1.0]
     assert rime.rho == pytest.approx(0.1 * kl.max().item())  # moved a tenth of the way from 0
-    assert rime.var == pytest.approx(kl.var(unbiased=False).item())
+    assert rime.divergences.var == pytest.approx(kl.var(unbiased=False).item())
     assert rime.metrics(verdict) == {"reward_labels_dropped": 0.0, "reward_labels_flipped": 1.0}
     # Second epoch: the bound is -ln(rho) + alpha rho + min(beta var, 3) with beta 3 - 2 / 4 = 2.5; the pairs
     # over it are left out (unless flipped), those under it trained on with their labels.
-    bound = -math.log(rime.rho) + 0.5 * rime.rho + min(2.5 * rime.var, 3.0)
+    bound = -math.log(rime.rho) + 0.5 * rime.rho + min(2.5 * rime.divergences.var, 3.0)
     verdict = rime.judge(lambda: first, labels, first > 2)
     assert rime.bound == pytest.approx(bound)
     trusted = (kl < bound).tolist()
@@ -423,24 +423,24 @@ def test_rime_trusts_under_its_lower_bound_flips_the_ruled_out_and_leaves_out_th
     assert "reward_trust_bound" in rime.metrics(verdict)
     # Once the trusted divergences reach rho = 0.7 with little spread, the bound is about 0.73: pair 3's label,
     # given 20% (a divergence of 1.61), and the tie are left out, the others trusted, and the flip stays a flip.
-    rime.rho, rime.var = 0.7, 0.01
+    rime.rho, rime.divergences.var = 0.7, 0.01
     verdict = rime.judge(lambda: first, labels, first > 2)
     assert p[3] == pytest.approx(0.2) and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
     assert verdict.flip.tolist() == [False] * 5 + [True]
     assert rime.metrics(verdict)["reward_labels_dropped"] == 2.0
     # flip_below=0 flips nothing: the label given 0.2% is judged like the others (left out here).
     unflipping = TrustAndFlip(flip_below=0.0)
-    unflipping.rho, unflipping.var = 0.7, 0.01
+    unflipping.rho, unflipping.divergences.var = 0.7, 0.01
     verdict = unflipping.judge(lambda: first, labels, first > 2)
     assert not verdict.flip.any() and verdict.keep.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     # The leniency falls to beta_end and stays there; a schedule may rise as well (beta 0 to 2 over 4 epochs).
     rising = TrustAndFlip(beta_start=0.0, beta_end=2.0, decay_epochs=4)
-    rising.rho, rising.var, rising.epochs = 0.5, 0.1, 1
+    rising.rho, rising.divergences.var, rising.epochs = 0.5, 0.1, 1
     assert rising.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 0.5 * 0.1)
     rime.epochs = 100
-    rime.rho, rime.var = 0.5, 10.0
+    rime.rho, rime.divergences.var = 0.5, 10.0
     assert rime.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 3.0)
-    rime.var = 0.1
+    rime.divergences.var = 0.1
     assert rime.lower_bound() == pytest.approx(-math.log(0.5) + 0.25 + 0.1)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import torch
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from rlhp.errors import ArgumentError
 
@@ -28,10 +29,14 @@ class Judgement(NamedTuple):
         """The verdict on the pairs at ``idx``."""
         return Judgement(self.keep[idx], self.flip[idx])
 
+    def left_out(self) -> float:
+        """How many pairs it leaves out."""
+        return float(len(self.keep) - self.keep.sum())
 
-def believe(labels: torch.Tensor, keep: torch.Tensor | None = None) -> Judgement:
-    """A verdict that flips nothing and keeps ``keep`` (every pair when not given)."""
-    return Judgement(torch.ones_like(labels) if keep is None else keep, torch.zeros_like(labels, dtype=torch.bool))
+
+def believe(labels: torch.Tensor, keep: torch.Tensor) -> Judgement:
+    """A verdict that keeps the pairs ``keep`` marks, each with its label."""
+    return Judgement(keep, torch.zeros_like(labels, dtype=torch.bool))
 
 
 def label_probabilities(first_probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -64,7 +69,7 @@ class KeepAll:
     def judge(self, first_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
               trained_on: torch.Tensor) -> Judgement:
         """Every pair with its label, without scoring any."""
-        return believe(labels)
+        return believe(labels, torch.ones_like(labels))
 
     def metrics(self, judgement: Judgement) -> dict[str, float]:
         """None: nothing is judged."""
@@ -122,7 +127,7 @@ class DropContradicted:
 
     def metrics(self, judgement: Judgement) -> dict[str, float]:
         """``reward_labels_dropped``: the training pairs left out of the last epoch."""
-        return {"reward_labels_dropped": float(len(judgement.keep) - judgement.keep.sum())}
+        return {"reward_labels_dropped": judgement.left_out()}
 
 
 class TrustAndFlip:
@@ -171,15 +176,17 @@ class TrustAndFlip:
         # flip_below=0 flips nothing: no probability is under it.
         self.flip_above = -math.log(flip_below) if flip_below else math.inf
         self.max_uncertainty, self.rate = max_uncertainty, rate
-        self.epochs, self.rho, self.count, self.mean, self.var = 0, 0.0, 0, 0.0, 0.0
-        self.bound = math.inf
+        self.epochs, self.rho, self.bound = 0, 0.0, math.inf
+        # The pooled mean and variance of every trusted divergence so far (epsilon 0: no prior count).
+        self.divergences = RunningMeanStd(epsilon=0.0)
 
     def lower_bound(self) -> float:
         """The divergence under which a pair is trusted this epoch."""
         if not self.rho:
             return math.inf
         beta = self.beta_start + (self.beta_end - self.beta_start) * min(1.0, self.epochs / self.decay_epochs)
-        return -math.log(self.rho) + self.alpha * self.rho + min(beta * self.var, self.max_uncertainty)
+        return -math.log(self.rho) + self.alpha * self.rho + min(beta * float(self.divergences.var),
+                                                                 self.max_uncertainty)
 
     def judge(self, first_probs: Callable[[], torch.Tensor], labels: torch.Tensor,
               trained_on: torch.Tensor) -> Judgement:
@@ -197,21 +204,14 @@ class TrustAndFlip:
 
     def _remember(self, trusted: torch.Tensor) -> None:
         """Moves ``rho`` towards the trusted pairs' largest divergence and pools their variance."""
-        n = len(trusted)
-        if not n:
+        if not len(trusted):
             return
-        batch_mean, batch_var = float(trusted.mean()), float(trusted.var(unbiased=False))
         self.rho += self.rate * (float(trusted.max()) - self.rho)
-        total = self.count + n
-        delta = batch_mean - self.mean
-        # Chan et al.'s pooled variance of all trusted divergences seen so far.
-        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
-        self.mean += delta * n / total
-        self.count = total
+        self.divergences.update(trusted.cpu().numpy())
 
     def metrics(self, judgement: Judgement) -> dict[str, float]:
         """``reward_labels_dropped`` and ``reward_labels_flipped`` among the training pairs in the last epoch, and
         the lower bound it trusted under (``reward_trust_bound``)."""
-        return {"reward_labels_dropped": float(len(judgement.keep) - judgement.keep.sum()),
+        return {"reward_labels_dropped": judgement.left_out(),
                 "reward_labels_flipped": float(judgement.flip.sum()),
                 **({"reward_trust_bound": self.bound} if math.isfinite(self.bound) else {})}
