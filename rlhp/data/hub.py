@@ -1,5 +1,5 @@
 """Trajectory datasets on the Hugging Face Hub: the dataset card, upload to a *dataset* repo, and
-loading from a save_to_disk folder, Parquet files or a Hub dataset repo id.
+loading from a save_to_disk folder, Parquet files, a Hub dataset repo id or a Minari dataset id.
 
 A Hub repo holds ``data/train-*.parquet``, ``README.md`` (the card; rlhp's metadata sits in its
 YAML under ``rlhp``) and ``preview.mp4``, so ``datasets.load_dataset(repo_id)`` reads it as is.
@@ -20,6 +20,7 @@ from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from rlhp.data.hf import dataset_metadata, dataset_to_trajectories, load_saved
+from rlhp.data.minari import local_minari_id, looks_like_minari_id, open_minari
 from rlhp.data.spaces import space_from_json
 from rlhp.data.trajectory import Trajectory
 from rlhp.errors import ConfigError, DataError, NetworkError
@@ -184,12 +185,25 @@ def _parquet_files(path: Path) -> list[Path]:
     return [path] if path.is_file() else sorted(path.rglob("*.parquet"))
 
 
+def is_minari_source(source: str) -> bool:
+    """Whether ``source`` names a Minari dataset rather than a path or a Hub repo: it is in the local Minari root,
+    or it is no local path and has a Minari id's shape that no Hub repo id has (``namespace/name/kind-v0``)."""
+    if Path(source).expanduser().exists():
+        return False
+    return local_minari_id(source) or (looks_like_minari_id(source) and not is_repo_id(source))
+
+
 def check_source(source: str, key: str) -> Path | None:
-    """The local dataset that ``source`` names (None for a Hub dataset repo id), refused when it does not
-    exist (a config error naming ``key``) or is no dataset (a data error): a command checks this before it
-    makes anything."""
+    """The local dataset that ``source`` names (None for a Hub dataset repo id or a Minari dataset id), refused
+    when it does not exist (a config error naming ``key``) or is no dataset (a data error): a command checks this
+    before it makes anything."""
     if not source.strip():
-        raise ConfigError(key, "is empty; give a dataset folder, Parquet files or a Hub dataset repo id")
+        raise ConfigError(key, "is empty; give a dataset folder, Parquet files, a Hub dataset repo id or a "
+                          "Minari dataset id")
+    if is_minari_source(source):
+        if not local_minari_id(source):
+            open_minari(source, key)  # refuses, saying where the dataset was looked for and how to fetch it
+        return None
     path = Path(source).expanduser()
     where = repr(str(path))
     if _saved_to_disk(path):
@@ -230,8 +244,11 @@ def _open(source: str, key: str) -> tuple[datasets.Dataset, dict[str, Any]]:
 
 
 def open_trajectories(source: str | Path, key: str = "path") -> tuple[list[Trajectory], dict[str, Any]]:
-    """Trajectories and rlhp metadata from a save_to_disk folder, Parquet files or a Hub dataset repo id
-    (rlhp's own layout, or imitation's huggingface_utils one); errors name the source and the problem."""
+    """Trajectories and rlhp metadata from a save_to_disk folder, Parquet files, a Hub dataset repo id (rlhp's
+    own layout, or imitation's huggingface_utils one) or a Minari dataset id; errors name the source and the
+    problem."""
+    if is_minari_source(str(source)):
+        return open_minari(str(source), key)
     ds, meta = _open(str(source), key)
     missing = {"obs" if "frames" not in ds.column_names else "frames", "acts", "terminal"} - set(ds.column_names)
     if missing:

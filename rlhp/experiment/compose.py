@@ -23,6 +23,7 @@ from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
 from rlhp.loop import Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
+from rlhp.offline.agent import OfflineAgent
 from rlhp.rewards import AgentReward, EnvReward
 from rlhp.sources import TrajectorySource
 
@@ -112,6 +113,7 @@ def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
     if not loop.reward_learning.learns:
         return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
                 f"{cfg.total_timesteps:,} timesteps, {loop.num_rounds} rounds")
+    steps = "gradient steps after the last round" if isinstance(loop.source.agent, OfflineAgent) else "timesteps"
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
-            f"{cfg.total_timesteps:,} timesteps, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
+            f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
             "iterations")

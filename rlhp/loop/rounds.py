@@ -113,7 +113,7 @@ class Loop:
         self.env = env
         self.source, self.reward_learning, self.total_timesteps = source, reward_learning, total_timesteps
         # Cumulative step targets: what one round could not fit in whole rollouts, the next trains.
-        self.timestep_targets = np.cumsum(apportion(total_timesteps, np.ones(num_rounds))).tolist()
+        self.timestep_targets = np.cumsum(apportion(total_timesteps, source.agent.step_weights(num_rounds))).tolist()
         self.iteration = 0
         self.timesteps = 0
         self.wall_s = 0.0
@@ -179,11 +179,11 @@ class Loop:
 
     def save(self, folder: Path) -> dict[str, Any]:
         """Each part writes the files a person reads without rlhp into ``folder`` (the learned reward and its
-        labels, ``agent.zip``); returns the counters of ``state.json``."""
+        labels, the agent); returns the counters of ``state.json``."""
         counters: dict[str, Any] = {"iteration": self.iteration, "num_rounds": self.num_rounds,
                                     "timesteps": self.timesteps, "wall_s": self.wall_s}
         counters.update(self.reward_learning.save(folder))
-        self.source.agent.save(folder / "agent.zip")
+        self.source.agent.save(folder)
         return counters
 
     def derived_arrays(self) -> list[np.ndarray]:

@@ -17,6 +17,7 @@ from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.data.trajectory import successes
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
+from rlhp.offline import OfflineAlgorithm
 from rlhp.rewards import AgentReward
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
 from rlhp.sources.domains import check_buffer_memory, check_domains, check_rollout_batch
@@ -76,6 +77,9 @@ class AgentTrainer(TrajectorySource, Agent):
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
                  random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
                  max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
+        if isinstance(algorithm, OfflineAlgorithm):
+            raise ConfigError("agent", f"({algorithm.name}) learns offline, from a fixed dataset: run it with "
+                              "trajectories=dataset trajectories.path=<dataset>, or pick an online agent")
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ArgumentError("max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
         if max_episode_steps_until is not None and max_episode_steps is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.type_aliases import PolicyPredictor
 
 from rlhp.data import Trajectory
 
@@ -27,7 +27,8 @@ class AgentReport:
 class Agent(ABC):
     """An RL agent trained on the learned reward."""
 
-    algorithm: BaseAlgorithm
+    algorithm: PolicyPredictor
+    """What acts: SB3's algorithm, or anything with its ``predict`` (SB3's ``evaluate_policy`` runs it)."""
     trains: bool = True
     """Whether there is an agent at all (a fixed dataset trains none; see :class:`NoAgent`)."""
 
@@ -44,14 +45,18 @@ class Agent(ABC):
     def policy(self, obs: np.ndarray) -> np.ndarray:
         """The agent's stochastic action for a batch of observations, as during training."""
 
+    def step_weights(self, rounds: int) -> np.ndarray:
+        """How ``total_timesteps`` is shared among the rounds (evenly, unless overridden)."""
+        return np.ones(rounds)
+
     def derived_arrays(self) -> list[np.ndarray]:
         """Arrays the agent recomputes before it next reads them (a relabelled replay buffer's rewards): a
         checkpoint stores only their shape (none unless overridden)."""
         return []
 
-    def save(self, path: str | Path) -> None:
-        """Save the SB3 agent as a ``.zip`` that ``<Algorithm>.load`` reads."""
-        self.algorithm.save(str(path))
+    def save(self, folder: str | Path) -> None:
+        """Save into a checkpoint's ``folder``: the SB3 agent as ``agent.zip``, which ``<Algorithm>.load`` reads."""
+        self.algorithm.save(str(Path(folder) / "agent.zip"))
 
     def named_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
         """The policy's weights (checked for NaN after training)."""
@@ -76,7 +81,7 @@ class NoAgent(Agent):
         """There is no policy to act."""
         raise TypeError("a trajectory source without an agent has no policy")
 
-    def save(self, path: str | Path) -> None:
+    def save(self, folder: str | Path) -> None:
         """Nothing to save."""
 
     def named_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:

@@ -1,8 +1,11 @@
-"""A fixed dataset of trajectories as the source: reward learning with no agent in the loop."""
+"""A fixed dataset of trajectories as the source: reward learning with no agent in the loop, or an offline agent
+trained on the dataset relabelled by the learned reward."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -13,7 +16,12 @@ from rlhp.data.spaces import space_from_json
 from rlhp.data.trajectory import digest
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, DataError, RunError
-from rlhp.sources.base import TrajectorySource, take
+from rlhp.offline import OfflineAlgorithm, Transitions
+from rlhp.offline.agent import OfflineAgent
+from rlhp.rewards import AgentReward, EnvReward
+from rlhp.sources.base import Agent, NoAgent, TrajectorySource, take
+
+log = logging.getLogger(__name__)
 
 
 class DatasetSource(TrajectorySource):
@@ -27,10 +35,17 @@ class DatasetSource(TrajectorySource):
         rank_by: what ranks the episodes for a ranking teacher (gatherer=ranked): ``rank``, the
             dataset's rank column when it has one (else the return), or ``return``, each episode's
             true return even when there are ranks (Brown et al. 2019 ranked T-REX's demonstrations so).
+        algorithm: the agent group's choice: an offline one (``agent=iql``) trains on every episode of the
+            dataset, relabelled by ``reward``; an online one (an SB3 algorithm, the group's default) trains none
+            here, nor does None.
+        reward: what the offline agent learns on: the learned reward net, or the env's own (the ceiling).
+        seed: seeds the offline agent.
     """
 
     def __init__(self, path: str, env: GymEnv, rng: np.random.Generator, held_out_frac: float = 0.2,
-                 rank_by: Literal["rank", "return"] = "rank") -> None:
+                 rank_by: Literal["rank", "return"] = "rank",
+                 algorithm: OfflineAlgorithm | Callable[..., Any] | None = None,
+                 reward: AgentReward | None = None, seed: int = 0) -> None:
         if rank_by not in ("rank", "return"):
             raise ArgumentError("rank_by", f"must be rank or return, got {rank_by!r}")
         self.path, self.rank_by, self.rng = path, rank_by, rng
@@ -52,6 +67,18 @@ class DatasetSource(TrajectorySource):
             raise ArgumentError("held_out_frac", f"leaves no episode of {len(trajectories)} to learn from")
         self.digest = digest(trajectories)
         self._split(trajectories)
+        self._agent: Agent = NoAgent()
+        if isinstance(algorithm, OfflineAlgorithm):
+            self._agent = OfflineAgent(algorithm, Transitions.of(trajectories), *env.spaces(),
+                                       reward or EnvReward(), seed)
+        elif algorithm is not None:
+            log.info("trajectories=dataset trains no online agent (%s): only an offline one (agent=iql, td3bc) "
+                     "trains on a dataset", getattr(algorithm, "func", algorithm).__name__)
+
+    @property
+    def agent(self) -> Agent:
+        """The offline agent trained on the dataset (:class:`NoAgent` when none is)."""
+        return self._agent
 
     def _open(self) -> tuple[list[Trajectory], dict]:
         trajectories, meta = open_trajectories(self.path, key="trajectories.path")
@@ -74,6 +101,8 @@ class DatasetSource(TrajectorySource):
             raise RunError(f"dataset {self.path!r} changed since the run began (its content hash differs); a run "
                            "resumes only on the data it started with: restore it, or start a new run")
         self._split(trajectories)
+        if isinstance(self._agent, OfflineAgent):  # its transitions are read again, not stored
+            self._agent.transitions = Transitions.of(trajectories)
 
     def sample(self, steps: int) -> list[Trajectory]:
         """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""
