@@ -39,6 +39,22 @@ def cartpole_dataset(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def pendulum_dataset(tmp_path_factory) -> Path:
+    """A random policy's episodes on Pendulum: continuous actions, for the offline agents."""
+    path = tmp_path_factory.mktemp("data") / "pendulum"
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), path, metadata={},
+                      observation_space=venv.observation_space, action_space=venv.action_space)
+    return path
+
+
+OFFLINE_AGENTS = {"iql", "td3bc"}
+"""The agent options that train on a dataset (trajectories=dataset)."""
+
+
 def test_the_groups_are_found():
     assert {"env", "agent", "trajectories", "reward_net", "reward_trainer", "fragmenter", "querent", "gatherer",
             "query_schedule", "logger", "debug", "experiment", "reward_trainer/crop", "reward_trainer/pseudo_labels",
@@ -47,10 +63,13 @@ def test_the_groups_are_found():
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
-def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset):
+def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset, pendulum_dataset):
     extra = OPTION_NEEDS.get((group, option), [])
     if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos"), ("experiment", "trex_cartpole")):
         extra = [f"trajectories.path={cartpole_dataset}"]
+    offline = group == "agent" and option in OFFLINE_AGENTS
+    if offline:
+        extra = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={pendulum_dataset}"]
     debug = [] if group == "debug" else ["debug=fast"]
     cfg = composed("train", [f"{group}={option}", *debug, *extra], hydra=True)
     assert cfg.hydra.runtime.choices[group] in (option, [option])
@@ -59,7 +78,8 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
         assert type(loop.reward_learning) is RewardLearning and loop.source.venv.reward.reads_env_reward
         return
     assert isinstance(loop.reward_learning, PreferenceLearning)
-    assert loop.source.agent.trains == (option != "dataset")  # demos train an agent on the learned reward
+    # Demos train an agent on the learned reward; a dataset trains only an offline one.
+    assert loop.source.agent.trains == (option != "dataset")
     learning = loop.reward_learning
     built = {"trajectories": loop.source, "fragmenter": learning.fragmenter, "querent": learning.querent,
              "gatherer": learning.gatherer, "reward_trainer": learning.reward_trainer,
@@ -69,7 +89,9 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     if built.get(group) is not None:
         node = cfg.env.task if group == "task" else cfg[group]  # the task's keys sit in the env's
         assert type(built[group]).__name__ == node._target_.rsplit(".", 1)[-1]
-    if group == "agent":
+    if offline:
+        assert type(loop.source.agent).__name__ == "OfflineAgent" and loop.source.agent.spec.name == cfg.agent.name
+    elif group == "agent":
         assert type(loop.source.agent.algorithm).__name__ == cfg.agent._target_.rsplit(".", 1)[-1]
     if group == "query_schedule":
         assert sum(learning.schedule) == learning.comparisons == cfg.total_comparisons
@@ -224,15 +246,23 @@ def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_ag
     import sbx
     import stable_baselines3 as sb3
 
-    from rlhp.sources.domains import DOMAINS
+    from rlhp.offline.algorithm import d3rlpy_module
+    from rlhp.sources.domains import DOMAINS, OFFLINE_DOMAINS
     arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ)
                  for name in inspect.signature(algo.__init__).parameters}
     assert set(DOMAINS) <= arguments
+    algos = d3rlpy_module().algos
+    offline = {f for algo in (algos.IQLConfig, algos.TD3PlusBCConfig) for f in algo.__dataclass_fields__}
+    assert set(OFFLINE_DOMAINS) <= offline | {"hidden_units"}
     for option in options("agent"):
         node = OmegaConf.to_container(OmegaConf.load(CONF / "agent" / f"{option}.yaml"))  # unresolved
-        numeric = {k for k, v in node.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        if option in OFFLINE_AGENTS:  # the offline agent's own keys are checked where it is made
+            node, domains = node["learner"], OFFLINE_DOMAINS
+        else:
+            domains = DOMAINS
+        numeric = {k for k, v in node.items() if isinstance(v, int | float | list) and not isinstance(v, bool)
                    and k not in ("verbose",)}
-        assert numeric <= set(DOMAINS), (option, numeric - set(DOMAINS))
+        assert numeric <= set(domains), (option, numeric - set(domains))
 
 
 @pytest.mark.parametrize(("name", "bad", "good"), [

@@ -57,8 +57,12 @@ SKIPPED = {
 DATASET = Path(tempfile.gettempdir()) / "rlhp-fuzz-dataset"
 """A small CartPole trajectories dataset, for the options that read one (made once per machine; the path is
 fixed because it is part of the test ids, which every xdist worker must collect alike)."""
+CONTINUOUS = Path(tempfile.gettempdir()) / "rlhp-fuzz-pendulum"
+"""A small Pendulum trajectories dataset, for the offline agents (continuous actions)."""
 NEEDS = {
     ("trajectories", "dataset"): [f"trajectories.path={DATASET}"],
+    **{("agent", offline): ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={CONTINUOUS}"]
+       for offline in ("iql", "td3bc")},
     ("trajectories", "demos"): [f"trajectories.path={DATASET}"],
     ("pretrain", "bc"): [f"pretrain.path={DATASET}"],
     ("expert", "zip"): ["expert.path=README.md"],
@@ -191,12 +195,13 @@ def run_command(command: str, overrides: tuple[str, ...], key: str, value: Any, 
 @pytest.fixture(scope="module", autouse=True)
 def dataset() -> None:
     """The trajectories the dataset options read."""
-    if not (DATASET / "state.json").is_file():
-        venv = GymEnv(FIXED_HORIZON_CARTPOLE).make(0, n_envs=2)
-        staged = Path(tempfile.mkdtemp(dir=DATASET.parent))
-        save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), staged / "data")
-        with contextlib.suppress(OSError):  # another worker was first
-            (staged / "data").rename(DATASET)
+    for path, env_id in ((DATASET, FIXED_HORIZON_CARTPOLE), (CONTINUOUS, "Pendulum-v1")):
+        if not (path / "state.json").is_file():
+            venv = GymEnv(env_id).make(0, n_envs=2)
+            staged = Path(tempfile.mkdtemp(dir=path.parent))
+            save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), staged / "data")
+            with contextlib.suppress(OSError):  # another worker was first
+                (staged / "data").rename(path)
 
 
 CASES = cases()

@@ -23,9 +23,9 @@ from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
 from rlhp.loop import Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
-from rlhp.offline.agent import OfflineAgent
 from rlhp.rewards import AgentReward, EnvReward
 from rlhp.sources import TrajectorySource
+from rlhp.sources.offline import OfflineAgent
 
 
 def compose(cfg: DictConfig, run_dir: Path | None = None) -> Loop:

@@ -1,9 +1,8 @@
-"""Offline agents: trained on a fixed dataset's transitions, relabelled by the learned reward, through d3rlpy.
+"""Offline RL's parts: the algorithms (d3rlpy's, as the agent group configures them) and a dataset's transitions.
 
-The agent itself is :class:`rlhp.offline.agent.OfflineAgent` (imported from there: it builds on
-:mod:`rlhp.sources.base`, which imports this package's config)."""
+The agent that trains them is :class:`rlhp.sources.offline.OfflineAgent`, beside the online one."""
 
 from rlhp.offline.algorithm import OfflineAlgorithm
 from rlhp.offline.transitions import Transitions
 
-__all__ = ["OfflineAlgorithm", "Transitions", ""]
+__all__ = ["OfflineAlgorithm", "Transitions"]

@@ -38,12 +38,13 @@ def algorithm_config(name: str, hidden_units: list[int], **kwargs: Any) -> Any:
     config = getattr(d3rlpy.algos, f"{name}Config", None)
     if config is None:
         raise ArgumentError("name", f"{name!r} is no algorithm of d3rlpy's (IQL, TD3PlusBC, CQL, ...)")
+    settings = [f for f in config.__dataclass_fields__ if not f.endswith(("factory", "scaler"))]
+    unknown = sorted(set(kwargs) - set(settings))
+    if unknown:
+        raise ArgumentError(unknown[0], f"is no setting of d3rlpy's {name} (it has {', '.join(sorted(settings))})")
     factory = d3rlpy.models.VectorEncoderFactory(hidden_units=list(hidden_units))
     encoders = {f for f in config.__dataclass_fields__ if f.endswith("encoder_factory")}
-    try:
-        return config(**kwargs, **dict.fromkeys(encoders, factory))
-    except TypeError as err:  # a key the algorithm does not have
-        raise ArgumentError(next(iter(kwargs), "name"), f"is refused by d3rlpy's {name}: {err}") from None
+    return config(**kwargs, **dict.fromkeys(encoders, factory))
 
 
 class OfflineAlgorithm:
@@ -51,7 +52,8 @@ class OfflineAlgorithm:
 
     Args:
         name: the d3rlpy algorithm (``IQL``, ``TD3PlusBC``, ...).
-        learner: its settings (d3rlpy's names), and ``hidden_units``, every network's hidden layers.
+        learner: its settings (d3rlpy's names), and ``hidden_units``, every network's hidden layers; checked and
+            made into d3rlpy's config by the agent (:func:`algorithm_config`).
         device: cpu, cuda or auto.
         reward_scaling: ``return_range`` scales the rewards so that the best and the worst episode's returns
             differ by ``return_range`` (IQL's scaling on MuJoCo; a learned reward's scale is arbitrary), ``none``
@@ -67,7 +69,6 @@ class OfflineAlgorithm:
             raise ArgumentError("reward_scaling", f"must be return_range or none, got {reward_scaling!r}")
         if not return_range > 0:
             raise ArgumentError("return_range", f"must be > 0, got {return_range}")
-        self.learner = algorithm_config(name, **learner)
-        self.name, self.device = name, device
+        self.name, self.learner, self.device = name, dict(learner), device
         self.reward_scaling, self.return_range = reward_scaling, float(return_range)
         self.normalize_observations = normalize_observations

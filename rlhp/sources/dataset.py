@@ -17,9 +17,9 @@ from rlhp.data.trajectory import digest
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, DataError, RunError
 from rlhp.offline import OfflineAlgorithm, Transitions
-from rlhp.offline.agent import OfflineAgent
 from rlhp.rewards import AgentReward, EnvReward
 from rlhp.sources.base import Agent, NoAgent, TrajectorySource, take
+from rlhp.sources.offline import OfflineAgent
 
 log = logging.getLogger(__name__)
 

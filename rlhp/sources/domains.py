@@ -85,6 +85,32 @@ DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
 """Argument -> (the test its value must pass, what the domain is)."""
 
 
+
+def _widths(value: Any) -> bool:
+    """A non-empty list of layer widths in [1, 65536]."""
+    return (isinstance(value, Sequence) and not isinstance(value, str) and len(value) > 0
+            and all(_count(1)(w) and w <= 65_536 for w in value))
+
+
+OFFLINE_DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "actor_learning_rate": (_positive, "a positive finite number"),
+    "critic_learning_rate": (_positive, "a positive finite number"),
+    "batch_size": DOMAINS["batch_size"],
+    "gamma": DOMAINS["gamma"],
+    "tau": DOMAINS["tau"],
+    "n_critics": (_count(1), "an integer of at least 1"),
+    "expectile": (_interval(0, 1, low_open=True, high_open=True), "in (0, 1)"),
+    "weight_temp": (_positive, "a positive finite number"),
+    "max_weight": (_positive, "a positive finite number"),
+    "target_smoothing_sigma": (_non_negative, "a non-negative finite number"),
+    "target_smoothing_clip": (_non_negative, "a non-negative finite number"),
+    "alpha": (_non_negative, "a non-negative finite number"),
+    "update_actor_interval": (_count(1), "an integer of at least 1"),
+    "hidden_units": (_widths, "a non-empty list of layer widths in [1, 65536]"),
+}
+"""d3rlpy's arguments (the offline agents' ``learner`` keys), as :data:`DOMAINS`: d3rlpy checks none of them."""
+
+
 def _configured(algorithm: Callable[..., Any]) -> tuple[type, Mapping[str, Any]]:
     """The SB3 class and the configured arguments of ``algorithm`` (a class, or a partial of one)."""
     if isinstance(algorithm, functools.partial):
@@ -114,6 +140,16 @@ def check_domains(algorithm: Callable[..., Any], key: str = "agent") -> None:
     for name, value in arguments.items():
         if name in DOMAINS and not DOMAINS[name][0](value):
             raise ConfigError(f"{key}.{name}", f"must be {DOMAINS[name][1]}, got {value!r}")
+
+
+def check_learner(settings: Mapping[str, Any], device: Any, key: str = "agent") -> None:
+    """Raise a :class:`ConfigError` naming ``<key>.device`` or ``<key>.learner.<argument>`` for the first of an
+    offline agent's settings outside its domain."""
+    if not DOMAINS["device"][0](device):
+        raise ConfigError(f"{key}.device", f"must be {DOMAINS['device'][1]}, got {device!r}")
+    for name, value in settings.items():
+        if name in OFFLINE_DOMAINS and not OFFLINE_DOMAINS[name][0](value):
+            raise ConfigError(f"{key}.learner.{name}", f"must be {OFFLINE_DOMAINS[name][1]}, got {value!r}")
 
 
 def _arguments(algorithm: Callable[..., Any]) -> dict[str, Any]:

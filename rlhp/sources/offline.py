@@ -13,11 +13,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from rlhp.errors import ConfigError
-from rlhp.offline.algorithm import OfflineAlgorithm, d3rlpy_module
+from rlhp.errors import ArgumentError, ConfigError
+from rlhp.offline.algorithm import OfflineAlgorithm, algorithm_config, d3rlpy_module
 from rlhp.offline.transitions import Transitions
 from rlhp.rewards import AgentReward
 from rlhp.sources.base import Agent, AgentReport
+from rlhp.sources.domains import check_learner
 
 
 class Predictor:
@@ -48,10 +49,15 @@ class OfflineAgent(Agent):
         if not isinstance(action_space, gym.spaces.Box) or not isinstance(observation_space, gym.spaces.Box):
             raise ConfigError("agent", f"({algorithm.name}) takes Box observations and continuous (Box) actions; "
                               f"this env has {observation_space} and {action_space}")
+        check_learner(algorithm.learner, algorithm.device)
         d3rlpy = d3rlpy_module()
         self.spec, self.transitions, self.reward = algorithm, transitions, reward
         self.rng = np.random.default_rng(seed)
-        config = algorithm.learner
+        try:
+            config = algorithm_config(algorithm.name, **algorithm.learner)
+        except ArgumentError as err:
+            raise ConfigError("agent.name" if err.argument == "name" else f"agent.learner.{err.argument}",
+                              err.problem) from None
         # d3rlpy's policies act in [-1, 1]; the env's bounds are mapped there and back.
         config = dataclasses.replace(config, action_scaler=d3rlpy.preprocessing.MinMaxActionScaler(
             minimum=action_space.low, maximum=action_space.high))

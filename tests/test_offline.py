@@ -1,0 +1,208 @@
+"""The offline track: Minari datasets, the offline agents (IQL, TD3+BC through d3rlpy) and offline runs."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from helpers import run_cli, trajectory
+
+from rlhp.data.hub import check_source, open_trajectories
+from rlhp.data.minari import save_minari
+from rlhp.envs import GymEnv
+from rlhp.errors import ConfigError, DataError
+from rlhp.offline import OfflineAlgorithm, Transitions
+from rlhp.offline.algorithm import d3rlpy_module
+from rlhp.rewards import EnvReward
+from rlhp.sources.offline import OfflineAgent
+from rlhp.sources.policies import random_policy
+from rlhp.sources.rollout import rollout
+
+PENDULUM = "rlhp/pendulum/random-v0"
+
+
+@pytest.fixture(scope="module")
+def minari_root(tmp_path_factory):
+    """A local Minari root holding a small dataset of a random policy on Pendulum (10 episodes, 2,000 steps)."""
+    root = tmp_path_factory.mktemp("minari")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINARI_DATASETS_PATH", str(root))
+        env = GymEnv("Pendulum-v1", n_envs=2)
+        venv = env.make(0)
+        venv.action_space.seed(0)
+        save_minari(rollout(venv, random_policy(venv.action_space), 2000), PENDULUM, *env.spaces(), env.id,
+                    "random", "a random policy")
+        yield root
+
+
+@pytest.fixture()
+def in_root(minari_root, monkeypatch):
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(minari_root))
+    return minari_root
+
+
+def test_a_minari_dataset_round_trips_and_is_found_by_id(in_root):
+    env = GymEnv("Pendulum-v1")
+    rng = np.random.default_rng(1)
+    episodes = [trajectory(5), trajectory(3, offset=10.0, terminal=True)]
+    episodes = [t.__class__(obs=np.repeat(t.obs, 3, axis=1), acts=rng.uniform(-2, 2, (len(t), 1)).astype(np.float32),
+                            rews=t.rews.astype(np.float64), terminal=t.terminal) for t in episodes]
+    folder = save_minari(episodes, "test/round-v0", *env.spaces(), env.id, "hand-made", "two episodes")
+    assert folder == in_root / "test" / "round-v0"
+    assert check_source("test/round-v0", "trajectories.path") is None  # an id, not a folder
+    back, meta = open_trajectories("test/round-v0", key="trajectories.path")
+    assert meta["env_id"] == "Pendulum-v1" and meta["minari_id"] == "test/round-v0"
+    assert [len(t) for t in back] == [5, 3] and [t.terminal for t in back] == [False, True]
+    for a, b in zip(episodes, back):
+        np.testing.assert_array_equal(a.obs, b.obs)
+        np.testing.assert_array_equal(a.acts, b.acts)
+        np.testing.assert_array_equal(a.rews, b.rews)
+    # An id already in the root is refused, and the dataset there is left as it was.
+    before = sorted(p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file())
+    with pytest.raises(ConfigError, match="already exists in the Minari root"):
+        save_minari(episodes[:1], "test/round-v0", *env.spaces(), env.id, "hand-made", "one episode")
+    assert sorted(p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()) == before
+    assert len(open_trajectories("test/round-v0")[0]) == 2
+
+
+def test_a_minari_id_that_is_not_local_says_where_it_looked_and_how_to_fetch_it(in_root):
+    for check in (lambda s: check_source(s, "trajectories.path"), lambda s: open_trajectories(s, "trajectories.path")):
+        with pytest.raises(ConfigError) as err:
+            check("mujoco/hopper/medium-v0")
+        assert err.value.key == "trajectories.path"
+        assert str(in_root) in str(err.value) and "minari download mujoco/hopper/medium-v0" in str(err.value)
+
+
+def test_transitions_cut_episodes_at_their_ends_and_relabel_in_one_pass_per_block():
+    episodes = [trajectory(3, terminal=True), trajectory(2, offset=10.0)]
+    data = Transitions.of([t.__class__(obs=t.obs, acts=np.ones((len(t), 1), np.float32), rews=t.rews,
+                                       terminal=t.terminal) for t in episodes])
+    np.testing.assert_array_equal(data.obs[:, 0], [0, 1, 2, 10, 11])
+    np.testing.assert_array_equal(data.next_obs[:, 0], [1, 2, 3, 11, 12])
+    np.testing.assert_array_equal(data.terminals, [0, 0, 1, 0, 0])  # the terminated end only, not the cut one
+    np.testing.assert_array_equal(data.episode, [0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(data.rewards(EnvReward()), [0, 1, 2, 10, 11])
+    assert data.return_range(data.rewards(EnvReward())) == 21 - 3
+
+
+class ActionReward:
+    """A reward that pays the action itself, times ``sign``: what the agent learns shows in its actions."""
+
+    reads_env_reward = False
+
+    def __init__(self, sign: float) -> None:
+        self.sign = sign
+
+    def agent_reward(self, obs, acts, next_obs, dones, env_rewards, update_stats=True):
+        return self.sign * acts[:, 0]
+
+
+@pytest.mark.parametrize("name", ["IQL", "TD3PlusBC"])
+def test_an_offline_agent_learns_the_reward_it_is_paid_not_the_envs(name):
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    venv = env.make(0)
+    venv.action_space.seed(0)
+    data = Transitions.of(rollout(venv, random_policy(venv.action_space), 2000))  # actions uniform in [-2, 2]
+    means = {}
+    for sign in (1.0, -1.0):
+        torch.manual_seed(0)
+        algorithm = OfflineAlgorithm(name, {"hidden_units": [32, 32], "batch_size": 64},
+                                     normalize_observations=name == "TD3PlusBC")
+        agent = OfflineAgent(algorithm, data, *env.spaces(), ActionReward(sign), seed=0)
+        assert agent.train(300).steps == 300
+        actions = agent.policy(data.obs[:500])
+        assert actions.shape == (500, 1) and np.all(np.abs(actions) <= 2.0 + 1e-5)  # the env's bounds
+        means[sign] = float(actions.mean())
+    assert means[1.0] > 0.5 and means[-1.0] < -0.5, means
+
+
+def test_an_offline_agent_refuses_discrete_actions():
+    env = GymEnv("CartPole-v1")
+    with pytest.raises(ConfigError, match="continuous"):
+        OfflineAgent(OfflineAlgorithm("IQL", {"hidden_units": [8]}), Transitions.of([trajectory(3)]), *env.spaces(),
+                     EnvReward(), seed=0)
+
+
+def test_transitions_refuse_dict_observations():
+    episode = trajectory(2)
+    episode.obs = {"a": episode.obs}
+    with pytest.raises(DataError, match="flat"):
+        Transitions.of([episode])
+
+
+@pytest.mark.parametrize(("name", "learner", "key"), [
+    ("IQN", {"hidden_units": [8]}, "agent.name"),
+    ("IQL", {"hidden_units": [8], "expectil": 0.7}, "agent.learner.expectil"),
+    ("IQL", {"hidden_units": [8], "expectile": 1.0}, "agent.learner.expectile"),
+    ("IQL", {"hidden_units": []}, "agent.learner.hidden_units"),
+    ("TD3PlusBC", {"hidden_units": [8], "gamma": 1.5}, "agent.learner.gamma"),
+])
+def test_an_unknown_algorithm_a_key_it_lacks_or_a_value_outside_its_domain_is_refused_naming_it(name, learner, key):
+    env = GymEnv("Pendulum-v1")
+    with pytest.raises(ConfigError) as err:
+        OfflineAgent(OfflineAlgorithm(name, learner), Transitions.of([trajectory(3)]), *env.spaces(), EnvReward(),
+                     seed=0)
+    assert err.value.key == key
+
+
+OFFLINE = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={PENDULUM}", "debug=fast",
+           "logger=none", "total_timesteps=64", "agent.learner.hidden_units=[32,32]", "agent.learner.batch_size=32"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["iql", "td3bc"])
+def test_an_offline_run_trains_on_a_minari_dataset_and_saves_an_agent_d3rlpy_loads(tmp_path, in_root, agent):
+    for learning in ("preferences", "none"):  # the learned reward, and the true one (the ceiling)
+        run = tmp_path / learning
+        proc = run_cli("rlhp-train", *OFFLINE, f"agent={agent}", f"reward_learning={learning}",
+                       f"hydra.run.dir={run}", cwd=tmp_path)
+        assert "gradient steps" in proc.stdout or learning == "none"
+        result = json.loads((run / "eval.json").read_text())
+        assert np.isfinite(result["true_return_mean"]) and result["episodes"] == 2
+        rows = (run / "metrics.csv").read_text().splitlines()
+        assert rows[-1].split(",")[rows[0].split(",").index("timesteps")] == "64"  # all in the last round
+        loaded = d3rlpy_module().load_learnable(str(run / "checkpoints" / "final" / "agent.d3"), device="cpu:0")
+        assert loaded.predict(np.zeros((1, 3), np.float32)).shape == (1, 1)
+
+
+# Runs rlhp-train with OfflineAgent.train wrapped so that its first call kills the process (SIGKILL) first.
+KILLER = """
+import os, signal, sys
+from rlhp.sources.offline import OfflineAgent
+def killer(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+OfflineAgent.train = killer
+sys.argv = ["rlhp-train", *sys.argv[1:]]
+from rlhp.experiment.cli import train_main
+train_main()
+"""
+
+
+@pytest.mark.slow
+def test_an_offline_run_killed_before_its_agent_trains_resumes_to_the_same_result(tmp_path, in_root):
+    overrides = [*OFFLINE, "agent=iql", "seed=4"]
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, *overrides, f"hydra.run.dir={run}"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    # The checkpoint holds the dataset's path and hash, not its transitions (2,000 of them, 64 kB of observations).
+    assert all((p / "resume.pt").stat().st_size < 5_000_000 for p in (run / "checkpoints").iterdir())
+    assert not (run / "chunks").exists()
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert json.loads((run / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+
+
+def test_an_offline_agent_is_refused_where_an_agent_gathers_its_own_data(tmp_path):
+    proc = run_cli("rlhp-train", "env=gym", "env.id=Pendulum-v1", "agent=iql", "debug=fast", "logger=none",
+                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("rlhp-train: config error: config key `agent` (IQL) learns offline, from a fixed "
+                                   "dataset: run it with trajectories=dataset trajectories.path=<dataset>, or pick "
+                                   "an online agent")
