@@ -206,3 +206,45 @@ def test_an_offline_agent_is_refused_where_an_agent_gathers_its_own_data(tmp_pat
     assert proc.stderr.strip() == ("rlhp-train: config error: config key `agent` (IQL) learns offline, from a fixed "
                                    "dataset: run it with trajectories=dataset trajectories.path=<dataset>, or pick "
                                    "an online agent")
+
+
+REPLAY = ["expert=sac_pendulum", "replay.keep=true", "expert.total_timesteps=1200",
+          "+expert.algorithm.learning_starts=100000", "video.episodes=0"]
+
+
+@pytest.mark.slow
+def test_collect_keeps_the_experts_training_replay_and_writes_it_to_minari_too(tmp_path, in_root):
+    whole = tmp_path / "whole"
+    run_cli("rlhp-collect", *REPLAY, "minari_id=test/replay-v0", f"hydra.run.dir={whole}", cwd=tmp_path)
+    result = json.loads((whole / "collect.json").read_text())
+    assert result["episodes_saved"] == 6 and result["steps"] == 1200  # every 200-step episode it trained on
+    saved, meta = open_trajectories(str(whole / "dataset"))
+    assert meta["collection"]["replay"] is True
+    minari, _ = open_trajectories("test/replay-v0")
+    for a, b in zip(saved, minari, strict=True):
+        np.testing.assert_array_equal(a.obs, b.obs)
+        np.testing.assert_array_equal(a.rews, b.rews)
+    # The replay ends once the last `window` training episodes average the return asked for.
+    early = tmp_path / "early"
+    run_cli("rlhp-collect", *REPLAY, "replay.stop_at_return=-100000", "replay.window=2",
+            f"hydra.run.dir={early}", cwd=tmp_path)
+    assert json.loads((early / "collect.json").read_text())["episodes_saved"] == 2
+    # An id already in the root is refused before anything trains.
+    refused = tmp_path / "refused"
+    proc = run_cli("rlhp-collect", *REPLAY, "minari_id=test/replay-v0", f"hydra.run.dir={refused}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 2 and "already exists in the Minari root" in proc.stderr
+    assert not (refused / "expert.zip").exists()
+
+
+@pytest.mark.parametrize(("overrides", "key"), [
+    (["expert=zip", "expert.path=model.zip", "replay.keep=true"], "replay.keep"),
+    ([*REPLAY, "ranked.epsilons=[1.0,0.0]"], "replay.keep"),
+    ([*REPLAY, "replay.window=0"], "replay.window"),
+    ([*REPLAY, "minari_id=not an id"], "minari_id"),
+])
+def test_collect_refuses_a_replay_it_cannot_keep_in_one_line(tmp_path, overrides, key):
+    (tmp_path / "model.zip").write_bytes(b"")  # refused before it is read
+    proc = run_cli("rlhp-collect", *overrides, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"rlhp-collect: config error: config key `{key}`"), proc.stderr

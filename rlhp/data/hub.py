@@ -76,11 +76,13 @@ def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | 
                  "| rank | checkpoint (steps) | epsilon | mean return |", "|---|---|---|---|",
                  *(f"| {r['rank']} | {r['checkpoint']} | {r['epsilon']} | {_fmt(r['return_mean'])} |" for r in ranking),
                  ""]
+    how = (f"every episode the expert trained on, from its first, until its last {made.get('window')} averaged "
+           f"{made.get('stop_at_return')} (the replay, as D4RL's medium-replay datasets)" if made.get("replay")
+           else f"{'deterministic' if made.get('deterministic', True) else 'stochastic'} actions, "
+                f"epsilon {made.get('epsilon', 0.0)}")
     body += [
         "## How it was made", "",
-        f"`{' '.join(['rlhp-collect', *made.get('overrides', [])])}` (seed {made.get('seed', '?')}, "
-        f"{'deterministic' if made.get('deterministic', True) else 'stochastic'} actions, "
-        f"epsilon {made.get('epsilon', 0.0)}).", "",
+        f"`{' '.join(['rlhp-collect', *made.get('overrides', [])])}` (seed {made.get('seed', '?')}, {how}).", "",
         "## How to load", "",
         "```python", "import datasets", f'ds = datasets.load_dataset("{name}", split="train")',
         '# or, from the run folder: datasets.load_from_disk("dataset")', "```", "",

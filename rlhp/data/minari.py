@@ -72,16 +72,23 @@ def open_minari(dataset_id: str, key: str) -> tuple[list[Trajectory], dict[str, 
     return trajectories, meta
 
 
+def check_new_minari_id(dataset_id: Any, key: str) -> None:
+    """Refuse (naming ``key``) a Minari id that is malformed or already in the local root: nothing is overwritten,
+    and a command checks this before it trains or collects anything."""
+    if not isinstance(dataset_id, str) or not looks_like_minari_id(dataset_id):
+        raise ConfigError(key, f"{dataset_id!r} is not a Minari dataset id like 'rlhp/hopper/medium-replay-v0'")
+    _minari()
+    if (root() / dataset_id).exists():
+        raise ConfigError(key, f"{dataset_id!r} already exists in the Minari root ({str(root())!r}); pick another "
+                          "id or version, or delete it with `minari delete`")
+
+
 def save_minari(trajectories: list[Trajectory], dataset_id: str, observation_space: gym.Space,
                 action_space: gym.Space, env_id: str, algorithm: str, description: str) -> Path:
     """Write ``trajectories`` as the Minari dataset ``dataset_id`` in the local Minari root (refused when that id
     exists there: nothing is overwritten); return its folder."""
+    check_new_minari_id(dataset_id, "minari_id")
     minari = _minari()
-    if not looks_like_minari_id(dataset_id):
-        raise ConfigError("minari_id", f"{dataset_id!r} is not a Minari dataset id like 'rlhp/hopper/replay-v0'")
-    if (root() / dataset_id).exists():
-        raise ConfigError("minari_id", f"{dataset_id!r} already exists in the Minari root ({str(root())!r}); "
-                          "pick another id or version, or delete it with `minari delete`")
     from minari.data_collector.episode_buffer import EpisodeBuffer
 
     buffers = [EpisodeBuffer(id=i, observations=t.obs, actions=t.acts, rewards=list(t.rews),

@@ -16,9 +16,10 @@ from tqdm.auto import tqdm
 from rlhp.data import Trajectory
 from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
 from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
-from rlhp.demos.experts import Expert, Snapshot
+from rlhp.data.minari import save_minari
+from rlhp.demos.experts import Expert, Snapshot, TrainedExpert
 from rlhp.envs import GymEnv
-from rlhp.errors import RunError, Stopped
+from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.experiment.config import build, validate_collect
 from rlhp.experiment.launch import Launch
 from rlhp.experiment.stops import StopRequest
@@ -50,7 +51,11 @@ def check_quality(stats: dict[str, float], gate: float | None) -> None:
 def prepare(cfg: DictConfig) -> Expert:
     """The config checked and the expert built, before anything is trained, loaded or collected."""
     validate_collect(cfg)
-    return build(cfg.expert)
+    expert = build(cfg.expert)
+    if cfg.replay.keep and not isinstance(expert, TrainedExpert):
+        raise ConfigError("replay.keep", "keeps the replay of an expert trained here, and this expert is loaded: pick "
+                          "a trained one (e.g. expert=sac_pendulum)")
+    return expert
 
 
 def collect(cfg: DictConfig, launch: Launch) -> dict:
@@ -67,6 +72,8 @@ def collect(cfg: DictConfig, launch: Launch) -> dict:
     log.info("rlhp-collect: expert=%s on %s, seed %d; run folder %s", launch.choices.get("expert"),
              env.id, cfg.seed, run_dir, extra=CONSOLE)
     with StopRequest("the current step") as stop:
+        if cfg.replay.keep:
+            return _collect_replay(cfg, launch, expert, start, stop)
         snapshots = expert.snapshots(run_dir, cfg.seed, list(cfg.ranked.checkpoints), stop=lambda: bool(stop))
         if stop:
             raise Stopped(f"{stop.signal.name} during the expert's training: the expert trained for "
@@ -119,29 +126,61 @@ def _collect(cfg: DictConfig, launch: Launch, env: GymEnv, snapshots: list[Snaps
     check_quality(expert_stats, cfg.min_mean_return)
 
     expert_snap = levels[-1][0]
+    collection = {"deterministic": cfg.deterministic, "epsilon": cfg.epsilon, "episodes": cfg.episodes,
+                  "timesteps": cfg.timesteps}
+    ranked = len(levels) > 1
+    extra = {"ranking": ranking} if ranked else {}
+    return _save(cfg, launch, env, trajectories, expert_snap, collection, extra, columns if ranked else None,
+                 frames, {**expert_stats, "levels": ranking if ranked else None}, start)
+
+
+def _collect_replay(cfg: DictConfig, launch: Launch, expert: Expert, start: float, stop: StopRequest) -> dict:
+    """The expert's whole training replay as the dataset (D4RL's medium-replay recipe)."""
+    assert isinstance(expert, TrainedExpert)  # prepare() refused the others
+    episodes, snap = expert.replay(launch.run_dir, cfg.seed, cfg.replay.stop_at_return, cfg.replay.window,
+                                   stop=lambda: bool(stop))
+    if stop:
+        raise Stopped(f"{stop.signal.name} during the expert's training: nothing was saved but the expert, in "
+                      f"{launch.run_dir / 'expert.zip'}", stop.signal)
+    if not episodes:
+        raise RunError(f"the expert finished no training episode in {snap.steps} steps: nothing to save; raise "
+                       "expert.total_timesteps")
+    stats = summary(episodes)
+    last = summary(episodes[-cfg.replay.window:])
+    log.info("replay: %d training episodes over %d steps, return %.1f ± %.1f (the last %d: %.1f)", stats["episodes"],
+             snap.steps, stats["return_mean"], stats["return_std"], cfg.replay.window, last["return_mean"])
+    collection = {"replay": True, "stop_at_return": cfg.replay.stop_at_return, "window": cfg.replay.window}
+    return _save(cfg, launch, expert.env, episodes, snap, collection, {}, None, [],
+                 {**stats, "final_window_return_mean": last["return_mean"]}, start)
+
+
+def _save(cfg: DictConfig, launch: Launch, env: GymEnv, trajectories: list[Trajectory], expert: Snapshot,
+          collection: dict, extra: dict, columns: dict[str, list] | None, frames: list, stats: dict,
+          start: float) -> dict:
+    """Write the dataset (and its Minari copy), card, video and ``collect.json``, and push; return the result."""
+    run_dir = launch.run_dir
     meta = {
         "env_id": env.id,
-        "policy": {"name": launch.choices.get("expert"), **expert_snap.info,
-                   "training_steps": expert_snap.steps},
-        "collection": {"seed": cfg.seed, "deterministic": cfg.deterministic, "epsilon": cfg.epsilon,
-                       "episodes": cfg.episodes, "timesteps": cfg.timesteps,
-                       "overrides": list(launch.overrides)},
+        "policy": {"name": launch.choices.get("expert"), **expert.info, "training_steps": expert.steps},
+        "collection": {"seed": cfg.seed, **collection, "overrides": list(launch.overrides)},
+        **extra,
     }
-    ranked = len(levels) > 1
-    if ranked:
-        meta["ranking"] = ranking
-    ds = trajectories_to_dataset(trajectories, *env.spaces(), metadata=meta, columns=columns if ranked else None)
+    ds = trajectories_to_dataset(trajectories, *env.spaces(), metadata=meta, columns=columns)
     save_dataset(ds, run_dir / "dataset")
     video = write_video(frames, run_dir / PREVIEW, cfg.video.fps) if frames else None
     card = dataset_card(dataset_metadata(ds), cfg.push_to_hub.repo_id, PREVIEW if video else None)
     card.save(run_dir / "README.md")
-    result = {**expert_stats, "levels": ranking if ranked else None, "dataset": str(run_dir / "dataset"),
-              "episodes_saved": len(trajectories), "wall_s": round(time.perf_counter() - start, 1)}
+    result = {**stats, "dataset": str(run_dir / "dataset"), "episodes_saved": len(trajectories),
+              "wall_s": round(time.perf_counter() - start, 1)}
+    if cfg.minari_id is not None:
+        result["minari"] = str(save_minari(trajectories, cfg.minari_id, *env.spaces(), env.id,
+                                           str(expert.info.get("algorithm", "")), card.text))
+        log.info("wrote Minari dataset %s (%s)", cfg.minari_id, result["minari"], extra=CONSOLE)
     if cfg.push_to_hub.repo_id:
         staged = stage_for_hub(ds, run_dir / "hub", card, video)
         result["hub_url"] = push_to_hub(staged, cfg.push_to_hub.repo_id, cfg.push_to_hub.private)
         log.info("pushed to %s", result["hub_url"], extra=CONSOLE)
     (run_dir / "collect.json").write_text(json.dumps(result, indent=2))
-    log.info("saved %d episodes to %s: expert return %.1f ± %.1f (%.1f s)", len(trajectories), run_dir / "dataset",
+    log.info("saved %d episodes to %s: return %.1f ± %.1f (%.1f s)", len(trajectories), run_dir / "dataset",
              result["return_mean"], result["return_std"], result["wall_s"], extra=CONSOLE)
     return result

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import yaml
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
@@ -21,13 +22,16 @@ from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.data.hub import is_repo_id
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, DataError, NetworkError
+from rlhp.rewards import EnvReward
 from rlhp.sources.domains import check_domains
 from rlhp.sources.policies import Policy
+from rlhp.sources.reward_env import RewardVecEnvWrapper
 
 log = logging.getLogger(__name__)
 
@@ -146,16 +150,53 @@ class TrainedExpert:
                               f"{self.total_timesteps}); each must come before it (the final model is the top rank)")
         if early:
             (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
-        model = self.algorithm(env=self.env.make(seed), seed=seed)
-        model.set_logger(Logger(folder=None, output_formats=[]))  # not an empty /tmp/SB3-<time> folder
-        log.info("training %s on %s for %d steps", type(model).__name__, self.env.id, self.total_timesteps)
         progress = _SnapshotsAt(early, folder / "checkpoints", stop)
-        model.learn(self.total_timesteps, callback=progress, progress_bar=True)
-        model.save(folder / "expert.zip")
-        log.info("trained %d steps; saved expert.zip and %d checkpoints", model.num_timesteps, len(progress.saved))
+        model = self._train(self.env.make(seed), seed, folder, progress)
+        log.info("saved %d checkpoints", len(progress.saved))
         info = {"algorithm": type(model).__name__, "source": "trained by rlhp-collect"}
         out = [Snapshot(type(model).load(path, device="cpu"), steps, info=info) for steps, path in progress.saved]
         return out + [Snapshot(model, model.num_timesteps, info=info)]
+
+    def replay(self, folder: Path, seed: int, stop_at_return: float | None, window: int,
+               stop: Callable[[], bool] = lambda: False) -> tuple[list[Trajectory], Snapshot]:
+        """Train, keeping every episode trained on (the replay, D4RL's medium-replay recipe), until the last
+        ``window`` of them average ``stop_at_return`` (None: the whole budget) or ``stop()``; return the finished
+        training episodes, oldest first, and the model as trained (saved as ``expert.zip``)."""
+        recorder = TrajectoryRecorder(self.env.n_envs, self.env.frame_stack)
+        venv = RewardVecEnvWrapper(self.env.make(seed), EnvReward(), recorder)
+        model = self._train(venv, seed, folder, _StopAtReturn(recorder, stop_at_return, window, stop))
+        info = {"algorithm": type(model).__name__, "source": "trained by rlhp-collect"}
+        return recorder.finished, Snapshot(model, model.num_timesteps, info=info)
+
+    def _train(self, venv: VecEnv, seed: int, folder: Path, callback: BaseCallback) -> BaseAlgorithm:
+        """The algorithm trained on ``venv`` for the budget (or until ``callback`` ends it), saved as
+        ``expert.zip``."""
+        model = self.algorithm(env=venv, seed=seed)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # not an empty /tmp/SB3-<time> folder
+        log.info("training %s on %s for %d steps", type(model).__name__, self.env.id, self.total_timesteps)
+        model.learn(self.total_timesteps, callback=callback, progress_bar=True)
+        model.save(folder / "expert.zip")
+        log.info("trained %d steps; saved expert.zip", model.num_timesteps)
+        return model
+
+
+class _StopAtReturn(BaseCallback):
+    """Ends training once the last ``window`` finished episodes average ``target`` (never when None), or when
+    ``stop()``."""
+
+    def __init__(self, recorder: TrajectoryRecorder, target: float | None, window: int,
+                 stop: Callable[[], bool]) -> None:
+        super().__init__()
+        self.recorder, self.target, self.window, self.stop = recorder, target, window, stop
+
+    def _on_step(self) -> bool:
+        episodes = self.recorder.finished[-self.window:]
+        reached = (self.target is not None and len(episodes) == self.window
+                   and float(np.mean([t.rews.sum() for t in episodes])) >= self.target)
+        if reached:
+            log.info("the last %d training episodes average %.1f >= %.1f: training ends at %d steps", self.window,
+                     np.mean([t.rews.sum() for t in episodes]), self.target, self.num_timesteps)
+        return not (reached or self.stop())
 
 
 class _LoadedExpert:

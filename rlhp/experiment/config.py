@@ -13,6 +13,7 @@ import torch
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from rlhp.data.minari import check_new_minari_id
 from rlhp.envs import MAX_ENVS
 from rlhp.errors import ArgumentError, ConfigError, RlhpError
 from rlhp.experiment.typecheck import hints, mismatch
@@ -210,6 +211,13 @@ def validate_collect(cfg: DictConfig) -> None:
         _fraction(cfg, f"ranked.epsilons.{i}")
     for i in range(len(ranked.checkpoints)):
         _int(cfg, f"ranked.checkpoints.{i}", 1)
+    _require(cfg, "replay.keep", isinstance(cfg.replay.keep, bool), f"must be true or false, got {cfg.replay.keep!r}")
+    _optional_number(cfg, "replay.stop_at_return")
+    _int(cfg, "replay.window", 1)
+    _require(cfg, "replay.keep", not (cfg.replay.keep and (ranked.checkpoints or ranked.epsilons)),
+             "keeps the training replay, one dataset of every quality on the way; drop ranked.*")
+    if cfg.minari_id is not None:
+        check_new_minari_id(cfg.minari_id, "minari_id")
     repo_id = cfg.push_to_hub.repo_id
     _require(cfg, "push_to_hub.repo_id", repo_id is None or isinstance(repo_id, str),
              f"must be a dataset repo id like 'my-org/cartpole-expert', got {repo_id!r}")
