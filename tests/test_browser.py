@@ -67,14 +67,17 @@ def served(tmp_path):
 
 
 @contextlib.contextmanager
-def physics_clips_playing(tmp_path: Path, env: GymEnv) -> Iterator[tuple[Page, list[list[float]]]]:
-    """Two random 50-step fragments of ``env``, drawn from their recorded states and served, both playing in a
-    page; the page and each clip's width, height and duration."""
-    env.record_states()
+def physics_clips_playing(tmp_path: Path, env: GymEnv, record: bool = True) -> Iterator[tuple[Page, list[list[float]]]]:
+    """Two random 50-step fragments of ``env``, drawn from their recorded states (``record``) or, as a dataset's,
+    from their observations alone, and served, both playing in a page; the page and each clip's width, height and
+    duration."""
+    if record:
+        env.record_states()
     venv = env.make(seed=0)
     venv.action_space.seed(0)
     pairs = RandomFragmenter(np.random.default_rng(0))(rollout(venv, random_policy(venv.action_space), episodes=2),
                                                        50, 2)
+    assert bool(pairs.states.shape[-1]) == record
     with serving(tmp_path, env, pairs) as url, sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1000, "height": 700})
@@ -92,6 +95,15 @@ def test_people_teaching_a_hopper_a_backflip_see_its_clips_play_under_the_task_s
     with physics_clips_playing(tmp_path, env) as (page, sizes):
         assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
         assert "Teach a backflip." in page.locator("#instructions").inner_text()
+
+
+def test_people_label_a_datasets_mujoco_clips_drawn_from_its_observations(tmp_path):
+    pytest.importorskip("mujoco")
+    env = GymEnv("Hopper-v5", n_envs=1, max_episode_steps=60, kwargs={"terminate_when_unhealthy": False})
+    with physics_clips_playing(tmp_path, env, record=False) as (page, sizes):
+        assert all(w == 320 and h == 240 and d == pytest.approx(51 * 0.008, abs=0.05) for w, h, d in sizes), sizes
+        page.keyboard.press("ArrowRight")
+        assert sent(page, 1)[0]["label"] == "right"
 
 
 def test_people_labelling_a_metaworld_task_see_its_clips_drawn_from_the_recorded_states(tmp_path):

@@ -257,8 +257,23 @@ def test_a_mujoco_fragment_is_drawn_from_its_recorded_physics_exactly_as_the_env
     assert slow.stride == 5 and slow.fps == 25
     assert_same_pictures(slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], episode.states),
                          np.stack(shown)[[0, 5, 10, 12]])
-    with pytest.raises(ValueError, match="^these fragments carry no physics states: the env did not record them$"):
-        slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((13, 0)))
+    # A dataset's fragments carry no states: Hopper's observation is its state but for its x position, and they
+    # are drawn so, at x = 0 (the camera follows the body as it does live).
+    at_origin = episode.states.copy()
+    at_origin[:, 0] = 0.0
+    np.testing.assert_array_equal(
+        slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((13, 0))),
+        slow.frames(episode.obs[:-1], episode.acts, episode.obs[-1], at_origin))
+
+
+def test_a_mujoco_fragment_with_no_states_whose_observations_do_not_hold_them_is_refused():
+    pytest.importorskip("mujoco")
+    env = GymEnv("Reacher-v5", n_envs=1)  # its observation holds angles' cosines and sines, and the target's offset
+    venv = env.make(seed=0)
+    venv.action_space.seed(0)
+    episode = rollout(venv, random_policy(venv.action_space), steps=5)[0]
+    with pytest.raises(ValueError, match="carry no physics states, and the env's observations do not hold them"):
+        drawer(env, width=160).frames(episode.obs[:-1], episode.acts, episode.obs[-1], np.zeros((len(episode) + 1, 0)))
 
 
 def test_an_atari_fragment_is_replayed_in_the_colours_the_game_showed_live():

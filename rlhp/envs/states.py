@@ -59,6 +59,30 @@ def physics_state(env: gym.Env) -> np.ndarray:
     return np.concatenate([data.qpos, data.qvel])
 
 
+class ObservedPhysics:
+    """An observation that is the physics state but for its first ``hidden`` joint positions (gymnasium's MuJoCo
+    walkers leave out where the body is along the floor): the state again, with those set to 0. A dataset
+    that recorded no states (D4RL's, Minari's) is drawn so, the camera following the body as it does live."""
+
+    def __init__(self, hidden: int) -> None:
+        self.hidden = hidden
+
+    def states(self, obs: np.ndarray) -> np.ndarray:
+        """The physics states of a batch of observations, (n, hidden + obs size)."""
+        return np.concatenate([np.zeros((len(obs), self.hidden)), obs], axis=1)
+
+
+def observed_physics(env: gym.Env, obs: np.ndarray) -> ObservedPhysics | None:
+    """How ``env``'s observations give its physics state, judged on ``obs``, the observation of its current state:
+    as the state without its first few joint positions (at most 2), or not at all (None)."""
+    state = physics_state(env)
+    flat = np.asarray(obs, np.float64).ravel()
+    hidden = len(state) - len(flat)
+    if 0 <= hidden <= 2 and np.allclose(state[hidden:], flat, atol=1e-6):
+        return ObservedPhysics(hidden)
+    return None
+
+
 def set_physics_state(env: gym.Env, state: np.ndarray) -> None:
     """Put the unwrapped env in ``state`` (from :func:`physics_state`); MuJoCo recomputes the rest."""
     inner = env.unwrapped

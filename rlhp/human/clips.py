@@ -29,7 +29,7 @@ from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from rlhp.data import FragmentPairs
 from rlhp.envs import AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.atari import CONSOLE_HZ, replay
-from rlhp.envs.states import has_physics, shrunk_screen
+from rlhp.envs.states import ObservedPhysics, has_physics, observed_physics, shrunk_screen
 from rlhp.errors import ConfigError
 from rlhp.video import write_video
 
@@ -176,7 +176,8 @@ def without_shadows(env: gym.Env) -> None:
 class PhysicsFrames:
     """A MuJoCo env's own renders, headless (EGL), with the env put in each recorded physics state: every
     ``stride``-th step, so that clips play at about ``fps`` in real time (a person sees no more; each frame
-    costs tens of milliseconds on a CPU)."""
+    costs tens of milliseconds on a CPU). Fragments without recorded states (a dataset's) are drawn from their
+    observations where those hold the physics state (:class:`~rlhp.envs.states.ObservedPhysics`)."""
 
     needs_states = True
     slow = True
@@ -184,17 +185,22 @@ class PhysicsFrames:
     def __init__(self, env: GymEnv, width: int, fps: float = 25.0) -> None:
         self.option = env
         self.env = env.make_single(render_mode="rgb_array", width=width, height=width // 4 * 3)
-        self.env.reset(seed=0)
+        obs, _ = self.env.reset(seed=0)
+        self.observed: ObservedPhysics | None = None
         if has_physics(self.env):  # gymnasium's MuJoCo envs; others keep their lights as they are
             without_shadows(self.env)
+            self.observed = observed_physics(self.env, obs)
         native = float(self.env.metadata.get("render_fps", fps))  # steps a second of the env's own time
         self.stride = max(1, round(native / fps))
         self.fps = native / self.stride
 
     def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
-        """Every ``stride``-th state, and the last, rendered."""
+        """Every ``stride``-th state (from the observations where none were recorded), and the last, rendered."""
         if not states.shape[-1]:
-            raise ValueError("these fragments carry no physics states: the env did not record them")
+            if self.observed is None:
+                raise ValueError("these fragments carry no physics states, and the env's observations do not hold "
+                                 "them: the env did not record them")
+            states = self.observed.states(np.concatenate([obs, last_obs[None]]))
         shots = []
         for i in sorted({*range(0, len(states), self.stride), len(states) - 1}):
             self.option.write_state(self.env, states[i])
