@@ -96,10 +96,11 @@ def save_minari(trajectories: list[Trajectory], dataset_id: str, observation_spa
                              truncations=[False] * (len(t) - 1) + [not t.terminal])
                for i, t in enumerate(trajectories)]
     # Minari records the env's id for recover_environment(); ids it cannot make (rlhp's own options) are kept
-    # in the description instead.
+    # in the description instead. HDF5, as D4RL's datasets in Minari: its Arrow storage measures the whole
+    # folder after each episode it writes, a time that grows with the square of the episodes (minutes at 1,000).
     env = env_id if env_id in gym.registry else None
     minari.create_dataset_from_buffers(
         dataset_id, buffers, env=env, eval_env=env, observation_space=observation_space,
         action_space=action_space, algorithm_name=algorithm, author="rlhp", author_email="rlhp@localhost",
-        code_permalink="https://github.com/rlhp", description=description, data_format="arrow")
+        code_permalink="https://github.com/rlhp", description=description, data_format="hdf5")
     return root() / dataset_id
