@@ -110,10 +110,10 @@ def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: Agen
 
 def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
     """One line saying what the composed run does (``choices``: the config options chosen)."""
+    steps = "gradient steps after the last round" if isinstance(loop.source.agent, OfflineAgent) else "timesteps"
     if not loop.reward_learning.learns:
         return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
-                f"{cfg.total_timesteps:,} timesteps, {loop.num_rounds} rounds")
-    steps = "gradient steps after the last round" if isinstance(loop.source.agent, OfflineAgent) else "timesteps"
+                f"{loop.total_timesteps:,} {steps}, {loop.num_rounds} rounds")
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
             f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
             "iterations")
