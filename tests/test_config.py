@@ -11,6 +11,7 @@ from helpers import CONF, NO_PICTURES, OPTION_NEEDS, composed, config_groups, gr
 from omegaconf import OmegaConf
 
 from rlhp.data import save_trajectories
+from rlhp.data.label_files import SegmentLabels, write_label_files
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.experiment.compose import compose
@@ -51,6 +52,16 @@ def pendulum_dataset(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def label_folder(tmp_path_factory) -> Path:
+    """Preference Transformer's label files naming 20 pairs of 10-step segments of the CartPole dataset (four
+    500-step episodes)."""
+    path = tmp_path_factory.mktemp("labels")
+    starts = np.random.default_rng(0).integers(0, 4, (20, 2)) * 500 + 100
+    write_label_files(SegmentLabels(starts, np.ones(20, np.float32), 10), path, "pt")
+    return path
+
+
 OFFLINE_AGENTS = {"iql", "td3bc"}
 """The agent options that train on a dataset (trajectories=dataset)."""
 
@@ -63,10 +74,14 @@ def test_the_groups_are_found():
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
-def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset, pendulum_dataset):
+def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset, pendulum_dataset,
+                                                label_folder):
     extra = OPTION_NEEDS.get((group, option), [])
     if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos"), ("experiment", "trex_cartpole")):
         extra = [f"trajectories.path={cartpole_dataset}"]
+    if option == "label_file":  # the fragmenter and the gatherer read one label file, on a dataset
+        extra = ["trajectories=dataset", f"trajectories.path={cartpole_dataset}", "fragmenter=label_file",
+                 "gatherer=label_file", f"fragmenter.path={label_folder}"]
     offline = group == "agent" and option in OFFLINE_AGENTS
     if offline:
         extra = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={pendulum_dataset}"]
@@ -79,7 +94,8 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
         return
     assert isinstance(loop.reward_learning, PreferenceLearning)
     # Demos train an agent on the learned reward; a dataset trains only an offline one.
-    assert loop.source.agent.trains == (option != "dataset")
+    on_dataset = option == "dataset" or "trajectories=dataset" in extra
+    assert loop.source.agent.trains == (offline or not on_dataset)
     learning = loop.reward_learning
     built = {"trajectories": loop.source, "fragmenter": learning.fragmenter, "querent": learning.querent,
              "gatherer": learning.gatherer, "reward_trainer": learning.reward_trainer,

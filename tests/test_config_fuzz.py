@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
 
 from rlhp.data import save_trajectories
+from rlhp.data.label_files import SegmentLabels, write_label_files
 from rlhp.demos.collect import prepare
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import RlhpError
@@ -57,12 +58,17 @@ SKIPPED = {
 DATASET = Path(tempfile.gettempdir()) / "rlhp-fuzz-dataset"
 """A small CartPole trajectories dataset, for the options that read one (made once per machine; the path is
 fixed because it is part of the test ids, which every xdist worker must collect alike)."""
+LABELS = Path(tempfile.gettempdir()) / "rlhp-fuzz-labels"
+"""Preference Transformer's label files naming pairs of :data:`DATASET`'s segments."""
 CONTINUOUS = Path(tempfile.gettempdir()) / "rlhp-fuzz-pendulum"
 """A small Pendulum trajectories dataset, for the offline agents (continuous actions)."""
 NEEDS = {
     ("trajectories", "dataset"): [f"trajectories.path={DATASET}"],
     **{("agent", offline): ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={CONTINUOUS}"]
        for offline in ("iql", "td3bc")},
+    **{(group, "label_file"): ["trajectories=dataset", f"trajectories.path={DATASET}", "fragmenter=label_file",
+                               "gatherer=label_file", f"fragmenter.path={LABELS}"]
+       for group in ("fragmenter", "gatherer")},
     ("trajectories", "demos"): [f"trajectories.path={DATASET}"],
     ("pretrain", "bc"): [f"pretrain.path={DATASET}"],
     ("expert", "zip"): ["expert.path=README.md"],
@@ -202,6 +208,12 @@ def dataset() -> None:
             save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), staged / "data")
             with contextlib.suppress(OSError):  # another worker was first
                 (staged / "data").rename(path)
+    if not LABELS.is_dir():  # 20 pairs of 10-step segments of the four 500-step episodes
+        staged = Path(tempfile.mkdtemp(dir=LABELS.parent))
+        starts = np.random.default_rng(0).integers(0, 4, (20, 2)) * 500 + 100
+        write_label_files(SegmentLabels(starts, np.ones(20, np.float32), 10), staged, "pt")
+        with contextlib.suppress(OSError):
+            staged.rename(LABELS)
 
 
 CASES = cases()

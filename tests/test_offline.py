@@ -12,7 +12,9 @@ import pytest
 import torch
 from helpers import run_cli, trajectory
 
+from rlhp.data import save_trajectories
 from rlhp.data.hub import check_source, open_trajectories
+from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
 from rlhp.data.minari import save_minari
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, DataError
@@ -250,3 +252,62 @@ def test_collect_refuses_a_replay_it_cannot_keep_in_one_line(tmp_path, overrides
     proc = run_cli("rlhp-collect", *overrides, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"rlhp-collect: config error: config key `{key}`"), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def pendulum_folder(tmp_path_factory):
+    """Six 200-step Pendulum episodes of a random policy, as an rlhp dataset folder."""
+    path = tmp_path_factory.mktemp("data") / "pendulum"
+    venv = GymEnv("Pendulum-v1", n_envs=2).make(0)
+    venv.action_space.seed(0)
+    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=6), path, metadata={},
+                      observation_space=venv.observation_space, action_space=venv.action_space)
+    return path
+
+
+def hand_made_labels(n: int, length: int) -> SegmentLabels:
+    """``n`` pairs of ``length``-step segments of :func:`pendulum_folder`'s dataset (1,200 transitions), each inside
+    one episode, labelled 1, 0 or 0.5 in turn."""
+    rng = np.random.default_rng(0)
+    starts = rng.integers(0, 6, (n, 2)) * 200 + rng.integers(0, 200 - length + 1, (n, 2))
+    return SegmentLabels(starts, np.resize(np.array([1.0, 0.0, 0.5], np.float32), n), length)
+
+
+@pytest.mark.parametrize("fmt", ["pt", "uni_rlhf"])
+def test_label_files_round_trip_through_a_run_and_its_export(tmp_path, pendulum_folder, fmt):
+    made = hand_made_labels(12, 20)
+    write_label_files(made, tmp_path / "given", fmt, env="Pendulum-v1")
+    read = read_label_files(tmp_path / "given", fmt)
+    np.testing.assert_array_equal(read.starts, made.starts)
+    np.testing.assert_array_equal(read.labels, made.labels)
+    assert read.length == 20
+    # A run learns from the file's pairs and labels (12 over its rounds), and exports them as it was given them.
+    run = tmp_path / "run"
+    run_cli("rlhp-train", "env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
+            f"trajectories.path={pendulum_folder}", "fragmenter=label_file", "gatherer=label_file",
+            f"fragmenter.path={tmp_path / 'given'}", f"fragmenter.format={fmt}", "total_comparisons=12",
+            "fragment_length=20", "debug=fast", "logger=none", f"hydra.run.dir={run}", cwd=tmp_path)
+    state = json.loads((run / "checkpoints" / "final" / "state.json").read_text())
+    assert state["comparisons"] == 12  # every pair, ties too
+    proc = run_cli("rlhp-annotate", str(run), "--export", str(tmp_path / "out"), "--format", fmt, cwd=tmp_path)
+    assert proc.stdout.strip() == f"labels written to {tmp_path / 'out'}"
+    out = read_label_files(tmp_path / "out", fmt)
+    np.testing.assert_array_equal(out.starts, made.starts)
+    np.testing.assert_array_equal(out.labels, made.labels)
+
+
+def test_label_files_that_do_not_fit_the_dataset_are_refused_in_one_line(tmp_path, pendulum_folder):
+    write_label_files(SegmentLabels(np.array([[0, 190]]), np.ones(1, np.float32), 20), tmp_path / "late", "pt")
+    proc = run_cli("rlhp-train", "env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
+                   f"trajectories.path={pendulum_folder}", "fragmenter=label_file", "gatherer=label_file",
+                   f"fragmenter.path={tmp_path / 'late'}", "total_comparisons=1", "fragment_length=20", "debug=fast",
+                   "logger=none", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "runs past its episode's end" in proc.stderr
+    write_label_files(hand_made_labels(3, 20), tmp_path / "given", "pt")
+    proc = run_cli("rlhp-train", "env=gym", "env.id=Pendulum-v1", "trajectories=dataset",
+                   f"trajectories.path={pendulum_folder}", "fragmenter=label_file", "gatherer=label_file",
+                   f"fragmenter.path={tmp_path / 'given'}", "total_comparisons=3", "fragment_length=10", "debug=fast",
+                   "logger=none", f"hydra.run.dir={tmp_path / 'short'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "config key `fragment_length` is 10, but the label file's segments are 20" \
+        in proc.stderr

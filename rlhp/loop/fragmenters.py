@@ -9,6 +9,8 @@ import numpy as np
 import torch
 
 from rlhp.data import FragmentPairs, Trajectory
+from rlhp.data.hub import open_trajectories
+from rlhp.data.label_files import LabelFormat, locate, read_label_files
 from rlhp.errors import ArgumentError, ConfigError, RunError
 from rlhp.preference_model import preference_logprobs
 from rlhp.rewards import RewardNet
@@ -81,34 +83,9 @@ class RandomFragmenter:
         if self.max_start is not None:
             last_start = np.minimum(last_start, self.max_start)
         starts = self.rng.integers(0, last_start + 1)
-        quality = np.array([t.rank if t.rank is not None else float(t.rews.sum()) for t in trajs])[which]
         if self.snippet_rule:
-            starts = self._snippet_rule(starts, quality, last_start)
-        # Index into the concatenation of all trajectories, so one gather builds every fragment; a trajectory
-        # holds len + frame_stack frames and a fragment the length + frame_stack from its start.
-        stack = trajs[0].frame_stack
-        act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
-        steps = starts[:, None] + np.arange(fragment_length)
-        idx = act_off[which, None] + steps
-        frame_idx = (act_off + stack * np.arange(len(trajs)))[which, None] + starts[:, None] \
-            + np.arange(fragment_length + stack)
-        all_frames = np.concatenate([t.frames for t in trajs])
-        # Recorded states: one per observation, len + 1 a trajectory.
-        state_idx = (act_off + np.arange(len(trajs)))[which, None] + starts[:, None] + np.arange(fragment_length + 1)
-        all_states = np.concatenate([t.states for t in trajs])
-        terminal = np.array([t.terminal for t in trajs])[which, None]
-        shape = (num_pairs, 2, fragment_length)
-        return FragmentPairs(
-            frames=all_frames[frame_idx].reshape(num_pairs, 2, fragment_length + stack, *all_frames.shape[1:]),
-            acts=(a := np.concatenate([t.acts for t in trajs]))[idx].reshape(*shape, *a.shape[1:]),
-            dones=(terminal & (steps == lengths[which, None] - 1)).reshape(shape),
-            rews=np.concatenate([t.rews for t in trajs])[idx].astype(np.float32).reshape(shape),
-            episode=np.array([t.episode for t in trajs])[which].reshape(num_pairs, 2),
-            start=starts.reshape(num_pairs, 2),
-            quality=quality.reshape(num_pairs, 2),
-            frame_stack=stack,
-            states=all_states[state_idx].reshape(num_pairs, 2, fragment_length + 1, all_states.shape[-1]),
-        )
+            starts = self._snippet_rule(starts, quality_of(trajs)[which], last_start)
+        return cut(trajs, which, starts, fragment_length)
 
     def _snippet_rule(self, starts: np.ndarray, quality: np.ndarray, last_start: np.ndarray) -> np.ndarray:
         """Redraw each better fragment's start uniformly from [the worse one's start, its last start]."""
@@ -119,6 +96,82 @@ class RandomFragmenter:
         low = np.minimum(starts[rows, w], last_start[rows, b])  # a shorter better episode ends sooner
         starts[rows, b] = self.rng.integers(low, last_start[rows, b] + 1)
         return starts.reshape(-1)
+
+
+def quality_of(trajectories: list[Trajectory]) -> np.ndarray:
+    """Each trajectory's quality: its rank where its dataset ranks episodes, else its true return."""
+    return np.array([t.rank if t.rank is not None else float(t.rews.sum()) for t in trajectories])
+
+
+def cut(trajectories: list[Trajectory], which: np.ndarray, starts: np.ndarray, fragment_length: int) -> FragmentPairs:
+    """The pairs of fragments that start at step ``starts[i]`` of trajectory ``which[i]`` (first and second
+    fragments alternating), in one gather each."""
+    lengths = np.array([len(t) for t in trajectories])
+    num_pairs = len(which) // 2
+    # Index into the concatenation of all trajectories, so one gather builds every fragment; a trajectory
+    # holds len + frame_stack frames and a fragment the length + frame_stack from its start.
+    stack = trajectories[0].frame_stack
+    act_off = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+    steps = starts[:, None] + np.arange(fragment_length)
+    idx = act_off[which, None] + steps
+    frame_idx = (act_off + stack * np.arange(len(trajectories)))[which, None] + starts[:, None] \
+        + np.arange(fragment_length + stack)
+    all_frames = np.concatenate([t.frames for t in trajectories])
+    # Recorded states: one per observation, len + 1 a trajectory.
+    state_idx = (act_off + np.arange(len(trajectories)))[which, None] + starts[:, None] \
+        + np.arange(fragment_length + 1)
+    all_states = np.concatenate([t.states for t in trajectories])
+    terminal = np.array([t.terminal for t in trajectories])[which, None]
+    shape = (num_pairs, 2, fragment_length)
+    return FragmentPairs(
+        frames=all_frames[frame_idx].reshape(num_pairs, 2, fragment_length + stack, *all_frames.shape[1:]),
+        acts=(a := np.concatenate([t.acts for t in trajectories]))[idx].reshape(*shape, *a.shape[1:]),
+        dones=(terminal & (steps == lengths[which, None] - 1)).reshape(shape),
+        rews=np.concatenate([t.rews for t in trajectories])[idx].astype(np.float32).reshape(shape),
+        episode=np.array([t.episode for t in trajectories])[which].reshape(num_pairs, 2),
+        start=starts.reshape(num_pairs, 2),
+        quality=quality_of(trajectories)[which].reshape(num_pairs, 2),
+        frame_stack=stack,
+        states=all_states[state_idx].reshape(num_pairs, 2, fragment_length + 1, all_states.shape[-1]),
+    )
+
+
+class LabelFilePairs:
+    """The pairs a label file names (Preference Transformer's or Uni-RLHF's, :mod:`rlhp.data.label_files`), in the
+    file's order, cut from the dataset it indexes; ``gatherer=label_file`` answers them with the file's labels.
+
+    Args:
+        path: the folder of label files.
+        format: ``pt`` or ``uni_rlhf``.
+        dataset: the dataset the file's start indices point into (``trajectories.path``), its episodes in order.
+        rng: random generator, for the unlabelled pairs of SURF's pseudo-labels (drawn from the round's sample).
+    """
+
+    def __init__(self, path: str, format: LabelFormat, dataset: str, rng: np.random.Generator) -> None:
+        labels = read_label_files(path, format)
+        episodes, _ = open_trajectories(dataset, key="fragmenter.dataset")
+        lengths = np.array([len(t) for t in episodes])
+        position, step = locate(labels.starts, lengths, labels.length)
+        # Cut once: the file's pairs are all there will be (the dataset's episodes are not kept).
+        self.pairs = cut(episodes, position.reshape(-1), step.reshape(-1), labels.length)
+        self.length, self.taken = labels.length, 0
+        self.random = RandomFragmenter(rng)
+
+    def __call__(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """The file's next ``num_pairs`` pairs (the sampled trajectories are not used)."""
+        if fragment_length != self.length:
+            raise ConfigError("fragment_length", f"is {fragment_length}, but the label file's segments are "
+                              f"{self.length} steps: set fragment_length={self.length}")
+        if self.taken + num_pairs > len(self.pairs):
+            raise ConfigError("total_comparisons", f"asks for more pairs than the label file's {len(self.pairs)}: "
+                              f"set total_comparisons={len(self.pairs)} or fewer")
+        out = self.pairs[self.taken:self.taken + num_pairs]
+        self.taken += num_pairs
+        return out
+
+    def uniform(self, trajectories: list[Trajectory], fragment_length: int, num_pairs: int) -> FragmentPairs:
+        """Random pairs of the sampled trajectories (no label file names unlabelled pairs)."""
+        return self.random.uniform(trajectories, fragment_length, num_pairs)
 
 
 class ActiveSelectionFragmenter:

@@ -7,8 +7,9 @@ import os
 import secrets
 import sys
 
+from rlhp.data.label_files import FORMATS
 from rlhp.errors import RlhpError
-from rlhp.human.server.export import export_labels
+from rlhp.human.server.export import export_label_files, export_labels
 from rlhp.human.server.serve import serve
 from rlhp.runs import RunFolder
 from rlhp.runs.folder import LOOPBACK
@@ -31,6 +32,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="instead of serving, write the run's labels (Parquet + card) to folder DEST, or "
                         "push them to Hub dataset repo DEST (owner/name)")
     parser.add_argument("--private", action="store_true", help="with --export to the Hub: a private repo")
+    parser.add_argument("--format", choices=["hub", *FORMATS], default="hub",
+                        help="with --export: hub (Parquet + card, the default), or the label files of Preference "
+                        "Transformer (pt) or Uni-RLHF (uni_rlhf), for a run on a dataset")
     parser.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     run = RunFolder(args.run)
@@ -42,7 +46,9 @@ def main(argv: list[str] | None = None) -> None:
     token = args.token or (None if args.host in LOOPBACK else secrets.token_urlsafe(16))
     try:
         if args.export:
-            print(f"labels written to {export_labels(args.run, args.export, args.private)}")
+            where = (export_labels(args.run, args.export, args.private) if args.format == "hub"
+                     else export_label_files(args.run, args.export, args.format))
+            print(f"labels written to {where}")
             return
         serve(args.run, args.host, args.port, token, args.lease_s, args.parent)
     except RlhpError as err:

@@ -7,10 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import datasets
+import numpy as np
 from huggingface_hub import HfApi
+from omegaconf import OmegaConf
 
 from rlhp.data.hf import load_saved
-from rlhp.data.hub import is_repo_id, labels_card, push_to_hub, stage_for_hub
+from rlhp.data.hub import is_repo_id, labels_card, open_trajectories, push_to_hub, stage_for_hub
+from rlhp.data.label_files import LabelFormat, SegmentLabels, flat_starts, write_label_files
 from rlhp.errors import ConfigError, DataError
 from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
@@ -65,3 +68,30 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     if repo is None:
         return str(folder)
     return push_to_hub(folder, repo, private, api, message="Upload human preference labels with rlhp-annotate")
+
+
+def export_label_files(run_dir: str | Path, dest: str, fmt: LabelFormat) -> str:
+    """Write the labels of a run on a dataset (``trajectories=dataset``) into folder ``dest`` as Preference
+    Transformer's or Uni-RLHF's label files: start indices into the dataset's transitions laid end to end."""
+    run = RunFolder(run_dir)
+    path = Path(dest).expanduser()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError("--export", f"{dest!r} is a file or holds files already; give a new or empty folder",
+                          noun="option")
+    config = run.config()
+    source = OmegaConf.select(config, "trajectories.path")
+    if source is None or "DatasetSource" not in str(OmegaConf.select(config, "trajectories._target_")):
+        raise ConfigError("--format", "writes start indices into a dataset; this run did not label one "
+                          "(trajectories=dataset)", noun="option")
+    ds = labels_dataset(run)
+    told = ~np.isnan(np.asarray(ds["label"], np.float32))
+    episodes, _ = open_trajectories(source, key="trajectories.path")
+    lengths = np.array([len(t) for t in episodes])
+    position_of = {int(t.episode): i for i, t in enumerate(episodes)}
+    episode = np.asarray(ds["episode"], np.int64)[told]
+    start = np.asarray(ds["start"], np.int64)[told]
+    length = int(np.asarray(ds[0]["dones"]).shape[-1])
+    position = np.vectorize(position_of.__getitem__, otypes=[np.int64])(episode) if len(episode) else episode
+    pairs = SegmentLabels(flat_starts(position, start, lengths), np.asarray(ds["label"], np.float32)[told], length)
+    write_label_files(pairs, path, fmt, env=str(config.env.id).replace("/", "-"))
+    return str(path)
