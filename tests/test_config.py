@@ -62,6 +62,19 @@ def label_folder(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def walker_datasets(tmp_path_factory) -> dict[str, Path]:
+    """A random policy's episodes on Hopper and on Walker2d, for the offline experiments."""
+    out = {}
+    for body in ("Hopper", "Walker2d"):
+        path = out[body] = tmp_path_factory.mktemp("data") / body
+        venv = GymEnv(f"{body}-v5", n_envs=2).make(seed=0)
+        venv.action_space.seed(0)
+        save_trajectories(rollout(venv, random_policy(venv.action_space), steps=400), path, metadata={},
+                          observation_space=venv.observation_space, action_space=venv.action_space)
+    return out
+
+
 OFFLINE_AGENTS = {"iql", "td3bc"}
 """The agent options that train on a dataset (trajectories=dataset)."""
 
@@ -75,14 +88,16 @@ def test_the_groups_are_found():
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in TRAIN_GROUPS for o in options(g)])
 def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpole_dataset, pendulum_dataset,
-                                                label_folder):
+                                                label_folder, walker_datasets):
     extra = OPTION_NEEDS.get((group, option), [])
     if (group, option) in (("trajectories", "dataset"), ("trajectories", "demos"), ("experiment", "trex_cartpole")):
         extra = [f"trajectories.path={cartpole_dataset}"]
     if option == "label_file":  # the fragmenter and the gatherer read one label file, on a dataset
         extra = ["trajectories=dataset", f"trajectories.path={cartpole_dataset}", "fragmenter=label_file",
                  "gatherer=label_file", f"fragmenter.path={label_folder}"]
-    offline = group == "agent" and option in OFFLINE_AGENTS
+    if group == "experiment" and option.startswith("offline/"):  # its dataset, made here
+        extra = [f"trajectories.path={walker_datasets['Walker2d' if 'walker' in option else 'Hopper']}"]
+    offline = (group == "agent" and option in OFFLINE_AGENTS) or option.startswith("offline/")
     if offline:
         extra = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={pendulum_dataset}"]
     debug = [] if group == "debug" else ["debug=fast"]

@@ -311,3 +311,10 @@ def test_label_files_that_do_not_fit_the_dataset_are_refused_in_one_line(tmp_pat
                    "logger=none", f"hydra.run.dir={tmp_path / 'short'}", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "config key `fragment_length` is 10, but the label file's segments are 20" \
         in proc.stderr
+
+
+def test_behavioural_cloning_first_is_refused_for_an_offline_agent(tmp_path, in_root, pendulum_folder):
+    proc = run_cli("rlhp-train", *OFFLINE, "agent=iql", "pretrain=bc", f"pretrain.path={pendulum_folder}",
+                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("rlhp-train: config error: config key `pretrain` clones into a stable-baselines3")

@@ -12,6 +12,7 @@ from typing import Any
 import datasets
 import torch
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlhp.demos.bc import BehaviourCloning, clone_and_evaluate
 from rlhp.errors import ConfigError, RunError, Stopped
@@ -91,6 +92,9 @@ def pretrain(loop: Loop, cloning: BehaviourCloning, episodes: int, seed: int, ru
     """Behavioural cloning of the loop's agent before its first round (``pretrain.json``)."""
     if not loop.source.agent.trains:
         raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
+    if not isinstance(loop.source.agent.algorithm, BaseAlgorithm):
+        raise ConfigError("pretrain", "clones into a stable-baselines3 agent; an offline agent learns from its "
+                          "dataset itself (IQL's and TD3+BC's losses hold their own behaviour cloning)")
     write_json(run.path / "pretrain.json",
                clone_and_evaluate(cloning, loop.source.agent.algorithm, loop.env.unrecorded(), episodes, seed))
 
