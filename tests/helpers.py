@@ -56,6 +56,21 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
                       infos=[{"t": t} for t in range(length)])
 
 
+def random_dataset(path: Path, env_id: str, episodes: int = 0, steps: int = 0) -> Path:
+    """A random policy's episodes of ``env_id`` (at least ``episodes``, covering ``steps``) saved as an rlhp
+    trajectory dataset at ``path``."""
+    from rlhp.data import save_trajectories
+    from rlhp.envs import GymEnv
+    from rlhp.sources.policies import random_policy
+    from rlhp.sources.rollout import rollout
+
+    venv = GymEnv(env_id, n_envs=2).make(seed=0)
+    venv.action_space.seed(0)
+    save_trajectories(rollout(venv, random_policy(venv.action_space), steps=steps, episodes=episodes), path,
+                      metadata={}, observation_space=venv.observation_space, action_space=venv.action_space)
+    return path
+
+
 CONF = Path(__file__).resolve().parent.parent / "rlhp" / "conf"
 
 OPTION_NEEDS = {

@@ -7,18 +7,14 @@ import hydra.utils
 import numpy as np
 import pytest
 import torch
-from helpers import CONF, NO_PICTURES, OPTION_NEEDS, composed, config_groups, group_options
+from helpers import CONF, NO_PICTURES, OPTION_NEEDS, composed, config_groups, group_options, random_dataset
 from omegaconf import OmegaConf
 
-from rlhp.data import save_trajectories
 from rlhp.data.label_files import SegmentLabels, write_label_files
-from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError
 from rlhp.experiment.compose import compose
 from rlhp.experiment.config import build
 from rlhp.loop import PreferenceLearning, RewardLearning
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 COLLECT_ONLY = {"expert"}
 TRAIN_GROUPS = config_groups(skip=COLLECT_ONLY)
@@ -31,25 +27,14 @@ options = group_options
 
 @pytest.fixture(scope="module")
 def cartpole_dataset(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "trajectories"
-    env = GymEnv("rlhp/CartPole-FixedHorizon-v0", n_envs=2)
-    venv = env.make(seed=0)
-    venv.action_space.seed(0)
-    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), path, metadata={},
-                      observation_space=venv.observation_space, action_space=venv.action_space)
-    return path
+    """Four 500-step episodes of fixed-horizon CartPole."""
+    return random_dataset(tmp_path_factory.mktemp("data") / "trajectories", "rlhp/CartPole-FixedHorizon-v0", episodes=4)
 
 
 @pytest.fixture(scope="module")
 def pendulum_dataset(tmp_path_factory) -> Path:
     """A random policy's episodes on Pendulum: continuous actions, for the offline agents."""
-    path = tmp_path_factory.mktemp("data") / "pendulum"
-    env = GymEnv("Pendulum-v1", n_envs=2)
-    venv = env.make(seed=0)
-    venv.action_space.seed(0)
-    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), path, metadata={},
-                      observation_space=venv.observation_space, action_space=venv.action_space)
-    return path
+    return random_dataset(tmp_path_factory.mktemp("data") / "pendulum", "Pendulum-v1", episodes=4)
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +50,8 @@ def label_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def walker_datasets(tmp_path_factory) -> dict[str, Path]:
     """A random policy's episodes on Hopper and on Walker2d, for the offline experiments."""
-    out = {}
-    for body in ("Hopper", "Walker2d"):
-        path = out[body] = tmp_path_factory.mktemp("data") / body
-        venv = GymEnv(f"{body}-v5", n_envs=2).make(seed=0)
-        venv.action_space.seed(0)
-        save_trajectories(rollout(venv, random_policy(venv.action_space), steps=400), path, metadata={},
-                          observation_space=venv.observation_space, action_space=venv.action_space)
-    return out
+    return {body: random_dataset(tmp_path_factory.mktemp("data") / body, f"{body}-v5", steps=400)
+            for body in ("Hopper", "Walker2d")}
 
 
 OFFLINE_AGENTS = {"iql", "td3bc"}

@@ -10,9 +10,8 @@ import sys
 import numpy as np
 import pytest
 import torch
-from helpers import run_cli, trajectory
+from helpers import random_dataset, run_cli, trajectory
 
-from rlhp.data import save_trajectories
 from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
 from rlhp.data.minari import save_minari
@@ -257,12 +256,7 @@ def test_collect_refuses_a_replay_it_cannot_keep_in_one_line(tmp_path, overrides
 @pytest.fixture(scope="module")
 def pendulum_folder(tmp_path_factory):
     """Six 200-step Pendulum episodes of a random policy, as an rlhp dataset folder."""
-    path = tmp_path_factory.mktemp("data") / "pendulum"
-    venv = GymEnv("Pendulum-v1", n_envs=2).make(0)
-    venv.action_space.seed(0)
-    save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=6), path, metadata={},
-                      observation_space=venv.observation_space, action_space=venv.action_space)
-    return path
+    return random_dataset(tmp_path_factory.mktemp("data") / "pendulum", "Pendulum-v1", episodes=6)
 
 
 def hand_made_labels(n: int, length: int) -> SegmentLabels:
