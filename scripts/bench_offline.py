@@ -57,10 +57,10 @@ def main() -> None:
     given = "".join(f" --override {o}" for o in args.override)
     lines = [f"Written by `python scripts/bench_offline.py --experiments {' '.join(args.experiments)} --seeds "
              f"{args.seeds}{given}` on a {args.machine}, a run a core ({time.strftime('%Y-%m-%d')}). D4RL's normalised "
-             f"score of the final policy (100 = D4RL's expert), mean ± 95% CI over seeds 0-{args.seeds - 1}; wall: one "
-             "run's whole time, mean. Published: STAR (NeurIPS 2025) Table 2 as the issue quotes it, human labels "
-             "on D4RL's v2 datasets.",
-             "", "| dataset (labels) | how it was made | transitions (episodes) | IQL, true reward | Markovian reward "
+             f"score of the final policy (100 = D4RL's expert), mean ± 95% CI over seeds 0-{args.seeds - 1}; wall: a "
+             "run's loop (reward learning and the agent's training), mean. Published: STAR (NeurIPS 2025) Table 2 as "
+             "the issue quotes it, human labels on D4RL's v2 datasets.",
+             "", "| dataset (labels) | data | transitions (episodes) | IQL, true reward | Markovian reward "
              "+ IQL | share of the ceiling | wall s | published: IQL, true reward | Markovian + IQL | PT + IQL |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in args.experiments:
