@@ -151,7 +151,8 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["agent=foo"],
-     "config group `agent` has no option 'foo'; its options are a2c, crossq, dqn, ppo, sac, sbx_sac, td3, tqc"),
+     "config group `agent` has no option 'foo'; its options are a2c, crossq, dqn, iql, ppo, sac, sbx_sac, td3, td3bc, "
+     "tqc"),
     (["total_timesteps=abc"], "config key `total_timesteps` must be an integer, got 'abc'"),
     (["total_comparisons=-5"], "config key `total_comparisons` must be at least 1, got -5"),
     (["reward_trainer.batch_size=30", "reward_trainer.minibatch_size=8"],
