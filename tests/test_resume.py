@@ -127,6 +127,11 @@ def test_a_second_ctrl_c_stops_at_once_with_one_line(tmp_path):
     # Long rounds (~15k steps each), so the second Ctrl-C lands inside one even on a loaded machine.
     proc = start(run_dir, "total_timesteps=600000")
     wait_for_rounds(run_dir, 1, proc)
+    # Round 0's row comes before its checkpoint: a Ctrl-C in between is honoured right after that
+    # checkpoint, before a second one can land. So wait until round 1 is under way.
+    while not (run_dir / "checkpoints" / "iter_0000").is_dir() and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     for line in proc.stdout:  # the first is acknowledged on the console
         if "stopping after this round" in line:
