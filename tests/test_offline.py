@@ -94,13 +94,16 @@ def test_transitions_cut_episodes_at_their_ends_and_relabel_in_one_pass_per_bloc
 class ActionReward:
     """A reward that pays the action itself, times ``sign``: what the agent learns shows in its actions."""
 
-    reads_env_reward = False
+    reads_env_reward, markovian = False, True
 
     def __init__(self, sign: float) -> None:
         self.sign = sign
 
     def agent_reward(self, obs, acts, next_obs, dones, env_rewards, update_stats=True):
         return self.sign * acts[:, 0]
+
+    def relabel(self, obs, acts, next_obs, dones, env_rewards, starts):
+        return self.agent_reward(obs, acts, next_obs, dones, env_rewards)
 
 
 @pytest.mark.parametrize("name", ["IQL", "TD3PlusBC"])

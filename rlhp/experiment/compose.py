@@ -52,6 +52,10 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
     observation_space, action_space = env.spaces()
     reward_net = build(cfg.reward_net, observation_space=observation_space,
                        action_space=action_space).to(resolve_device(cfg.device))
+    try:
+        reward_net.check_fragment_length(cfg.fragment_length)
+    except ArgumentError as err:
+        raise ConfigError(f"reward_net.{err.argument}", err.problem) from None
     context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
     if run_dir is not None:
         context["run_dir"] = run_dir

@@ -10,9 +10,6 @@ from rlhp.data import Trajectory
 from rlhp.errors import DataError
 from rlhp.rewards import AgentReward
 
-RELABEL_ROWS = 1 << 16
-"""Transitions per pass of the reward model when relabelling (bounds the memory of one pass)."""
-
 
 @dataclass(frozen=True)
 class Transitions:
@@ -49,15 +46,10 @@ class Transitions:
         return len(self.env_rews)
 
     def rewards(self, reward: AgentReward) -> np.ndarray:
-        """Every transition's reward under ``reward`` (the env's own, or the learned one in batched passes)."""
-        if reward.reads_env_reward:
-            return self.env_rews
-        out = np.empty(len(self), np.float32)
-        for lo in range(0, len(self), RELABEL_ROWS):
-            rows = slice(lo, lo + RELABEL_ROWS)
-            out[rows] = reward.agent_reward(self.obs[rows], self.acts[rows], self.next_obs[rows],
-                                            self.terminals[rows] > 0, self.env_rews[rows], update_stats=False)
-        return out
+        """Every transition's reward under ``reward`` (the env's own, or the learned one read episode by
+        episode)."""
+        starts = np.flatnonzero(np.diff(self.episode, prepend=-1))
+        return reward.relabel(self.obs, self.acts, self.next_obs, self.terminals > 0, self.env_rews, starts)
 
     def return_range(self, rewards: np.ndarray) -> float:
         """The best episode's return under ``rewards`` minus the worst's (IQL's scale for MuJoCo's rewards)."""

@@ -251,6 +251,19 @@ class RewardNet(nn.Module):
                           for lo in range(0, len(dones), rows)], dim=1)
 
     reads_env_reward: ClassVar[bool] = False
+    markovian: ClassVar[bool] = True
+    """Whether a step's reward is a function of that step alone (so an agent can be paid it step by step)."""
+
+    def check_fragment_length(self, length: int) -> None:
+        """Raise :class:`ArgumentError` when the net cannot score fragments of ``length`` steps (a Markovian
+        net scores any length)."""
+
+    @torch.no_grad()
+    def episode_scores(self, obs: torch.Tensor, acts: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor,
+                       starts: torch.Tensor) -> torch.Tensor:
+        """Rewards (members, N) of N transitions of whole episodes laid end to end, the first of each at a row
+        in ``starts`` (a Markovian net scores each transition alone, wherever its episode starts)."""
+        return self.score_in_chunks(obs, acts, next_obs, dones)
 
     @property
     def std_beta(self) -> float:
@@ -265,6 +278,20 @@ class RewardNet(nn.Module):
         device = self.device  # once: it runs on every env step of the agent
         # forward, not __call__: there are no hooks to run, and this runs on every env step.
         rew = self.forward(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones)))
+        return self._paid(rew, update_stats)
+
+    @torch.inference_mode()
+    def relabel(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
+                env_rewards: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """The agent's reward for whole episodes laid end to end (see :meth:`episode_scores`), as
+        :meth:`agent_reward` pays it but leaving its statistics alone; the env's rewards are not read."""
+        device = self.device
+        rew = self.episode_scores(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones, starts)))
+        return self._paid(rew, update_stats=False)
+
+    def _paid(self, rew: torch.Tensor, update_stats: bool) -> np.ndarray:
+        """The members' rewards (members, N) as the agent is paid them: their mean, the exploration bonus, the
+        output normalisation."""
         out = rew.mean(0)
         if self.members > 1 and self.std_coef:
             out = out + self.std_beta * rew.std(0)
@@ -281,7 +308,8 @@ def reward_correlation(reward_net: RewardNet, trajectories: list[Trajectory]) ->
         dones = np.arange(len(t)) == len(t) - 1 if t.terminal else np.zeros(len(t), bool)
         # The trajectory's observations as views: stacked frames are never copied whole.
         inputs = (as_tensor(a, reward_net.device) for a in (t.obs[:-1], t.acts, t.obs[1:], dones))
-        return reward_net.score_in_chunks(*inputs).mean(0)
+        return reward_net.episode_scores(*inputs, starts=torch.zeros(1, dtype=torch.long,
+                                                                     device=reward_net.device)).mean(0)
 
     true = np.concatenate([t.rews for t in trajectories])
     learned = torch.cat([learned_rewards(t) for t in trajectories]).cpu().numpy()

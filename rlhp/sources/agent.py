@@ -80,6 +80,11 @@ class AgentTrainer(TrajectorySource, Agent):
         if isinstance(algorithm, OfflineAlgorithm):
             raise ConfigError("agent", f"({algorithm.name}) learns offline, from a fixed dataset: run it with "
                               "trajectories=dataset trajectories.path=<dataset>, or pick an online agent")
+        if not reward.markovian:
+            raise ConfigError("reward_net", f"({type(reward).__name__}) reads each step with its history, so an "
+                              "agent acting in the env cannot be paid it step by step: train an offline agent "
+                              "(agent=iql or td3bc) on a dataset (trajectories=dataset), or pick a Markovian "
+                              "reward_net")
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ArgumentError("max_episode_steps", f"must be >= 1 (or null), got {max_episode_steps}")
         if max_episode_steps_until is not None and max_episode_steps is None:
