@@ -77,8 +77,10 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     if group == "experiment" and option.startswith("offline/"):  # its dataset, made here
         extra = [f"trajectories.path={walker_datasets['Walker2d' if 'walker' in option else 'Hopper']}"]
     offline = (group == "agent" and option in OFFLINE_AGENTS) or option.startswith("offline/")
-    if offline:
-        extra = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={pendulum_dataset}"]
+    if offline or (group, option) == ("reward_net", "preference_transformer"):  # it pays offline agents only
+        extra = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={pendulum_dataset}",
+                 *([] if offline else ["agent=iql"])]
+        offline = True
     debug = [] if group == "debug" else ["debug=fast"]
     cfg = composed("train", [f"{group}={option}", *debug, *extra], hydra=True)
     assert cfg.hydra.runtime.choices[group] in (option, [option])

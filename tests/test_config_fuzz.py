@@ -66,6 +66,8 @@ NEEDS = {
     ("trajectories", "dataset"): [f"trajectories.path={DATASET}"],
     **{("agent", offline): ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectories.path={CONTINUOUS}"]
        for offline in ("iql", "td3bc")},
+    ("reward_net", "preference_transformer"): ["env=gym", "env.id=Pendulum-v1", "agent=iql", "trajectories=dataset",
+                                               f"trajectories.path={CONTINUOUS}"],  # it pays offline agents only
     **{(group, "label_file"): ["trajectories=dataset", f"trajectories.path={DATASET}", "fragmenter=label_file",
                                "gatherer=label_file", f"fragmenter.path={LABELS}"]
        for group in ("fragmenter", "gatherer")},

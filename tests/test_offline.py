@@ -159,11 +159,12 @@ OFFLINE = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectori
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("agent", "learning"), [("iql", "preferences"), ("td3bc", "none")])
+@pytest.mark.parametrize(("agent", "learning", "net"), [("iql", "preferences", "mujoco"), ("td3bc", "none", "mujoco"),
+                                                      ("iql", "preferences", "preference_transformer")])
 def test_an_offline_run_trains_on_a_minari_dataset_and_saves_an_agent_d3rlpy_loads(tmp_path, in_root, agent,
-                                                                                  learning):
-    # The learned reward, or the true one (the ceiling).
-    proc = run_cli("rlhp-train", *OFFLINE, f"agent={agent}", f"reward_learning={learning}",
+                                                                                  learning, net):
+    # The learned reward (Markovian or Preference Transformer), or the true one (the ceiling).
+    proc = run_cli("rlhp-train", *OFFLINE, f"agent={agent}", f"reward_learning={learning}", f"reward_net={net}",
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert "gradient steps after the last round" in proc.stdout or learning == "none"
     run = tmp_path / "run"
