@@ -2,11 +2,11 @@
 normalised scores, beside the published figures.
 
 For each offline experiment (``conf/experiment/offline/<name>.yaml``: a dataset, its labels and the agent) it
-runs two sweeps over ``--seeds`` seeds with ``rlhp-train -m`` (joblib, ``--jobs`` at a time) under ``--root``: the
-experiment as it is (the learned reward), and with ``reward_learning=none`` (the same agent on the true reward,
-the ceiling). A finished sweep is reused. It reads the run folders and writes a table: the dataset's size, each
-sweep's normalised score (mean ± 95% interval), the learned reward's share of the ceiling, the wall time of a
-run, and the published figures the issue quotes.
+runs three sweeps over ``--seeds`` seeds with ``rlhp-train -m`` (joblib, ``--jobs`` at a time) under ``--root``:
+the experiment as it is (a Markovian reward), with ``reward_net=preference_transformer``, and with
+``reward_learning=none`` (the same agent on the true reward, the ceiling). A finished sweep is reused. It reads the
+run folders and writes a table: the dataset's size, each sweep's normalised score (mean ± 95% interval), the better
+reward model's share of the ceiling, the wall time of a run, and the published figures the issue quotes.
 
     python scripts/bench_offline.py --experiments hopper_medium_replay --seeds 3 --out docs/benchmarks.md
 """
@@ -61,26 +61,28 @@ def main() -> None:
              "run's loop (reward learning and the agent's training), mean. Published: STAR (NeurIPS 2025) Table 2 as "
              "the issue quotes it, human labels on D4RL's v2 datasets.",
              "", "| dataset (labels) | data | transitions (episodes) | IQL, true reward | Markovian reward "
-             "+ IQL | share of the ceiling | wall s | published: IQL, true reward | Markovian + IQL | PT + IQL |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "+ IQL | PT + IQL | better: share of the ceiling | wall s (Markovian, PT) | published: IQL, true "
+             "reward | Markovian + IQL | PT + IQL |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in args.experiments:
-        learned = sweep(args.root / name / "learned",
-                        [f"experiment=offline/{name}", *args.override, seeds(args.seeds)], args.jobs)
-        ceiling = sweep(args.root / name / "ceiling",
-                        [f"experiment=offline/{name}", "reward_learning=none", *args.override, seeds(args.seeds)],
-                        args.jobs)
+        learned, transformer, ceiling = (
+            sweep(args.root / name / folder, [f"experiment=offline/{name}", *overrides, *args.override,
+                                              seeds(args.seeds)], args.jobs)
+            for folder, overrides in (("learned", []), ("transformer", ["reward_net=preference_transformer"]),
+                                      ("ceiling", ["reward_learning=none"])))
         config = learned[0].folder.config()
         body = config.env.id.split("-")[0]
         episodes, meta = open_trajectories(config.trajectories.path)
         made = meta.get("collection", {})
         how = (f"`rlhp-collect` replay to return {made['stop_at_return']}" if made.get("replay")
                else f"`{config.trajectories.path}`")
-        ours, top = normalised(learned, body), normalised(ceiling, body)
+        markovian, pt, top = (normalised(r, body) for r in (learned, transformer, ceiling))
+        better, score = max((("Markovian", markovian), ("PT", pt)), key=lambda named: named[1].mean())
         label, *published = PUBLISHED.get(name, (name, np.nan, np.nan, np.nan))
         lines.append(f"| {label.split(' (')[0]} ({config.total_comparisons}) | {how} | "
-                     f"{sum(map(len, episodes)):,} ({len(episodes)}) | {cell(top)} | {cell(ours)} | "
-                     f"{100 * ours.mean() / top.mean():.0f}% | {wall(learned).mean():.0f} | "
-                     + " | ".join(f"{p:.1f}" for p in published) + " |")
+                     f"{sum(map(len, episodes)):,} ({len(episodes)}) | {cell(top)} | {cell(markovian)} | {cell(pt)} | "
+                     f"{better}: {100 * score.mean() / top.mean():.0f}% | {wall(learned).mean():.0f}, "
+                     f"{wall(transformer).mean():.0f} | " + " | ".join(f"{p:.1f}" for p in published) + " |")
     show("\n".join(lines), args.out, args.block)
 
 
