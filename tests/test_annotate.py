@@ -431,3 +431,64 @@ def test_a_name_the_schema_refuses_is_refused(api):
     # The OpenAPI schema's pattern is read as ECMA regex, where \w is ASCII; so must the server read it.
     assert api.get("/api/next", params={"annotator": "José"}).status_code == 422
     assert api.get("/api/next", params={"annotator": "jose.m+1@lab"}).status_code == 200
+
+
+def gold_store(tmp_path: Path, gold: list[float], wanted: int = 1) -> QueryStore:
+    """Queries 0..n-1 whose known labels are ``gold`` (NaN: not a gold query)."""
+    store = publish(tmp_path, 0)
+    n = len(gold)
+    store.publish(np.arange(n), 0, [(f"q{q}-left.mp4", f"q{q}-right.mp4") for q in range(n)], random_pairs(n, 3),
+                  wanted, "", gold=np.array(gold))
+    return store
+
+
+def answer_all(store: QueryStore, who: str, choices: dict[int, str]) -> None:
+    for _ in choices:
+        query = store.lease_next(who, 60)
+        store.answer(query.id, who, choices[query.id])
+
+
+def test_the_team_view_measures_each_person_on_gold_queries_and_against_the_others(tmp_path):
+    store = gold_store(tmp_path, [1.0, 0.0, 0.5, math.nan], wanted=2)
+    answer_all(store, "alice", {3: "left", 2: "equal", 1: "right", 0: "left"})  # right on all three gold ones
+    answer_all(store, "bob", {3: "right", 2: "left", 1: "right", 0: "cant_tell"})  # right on one of two told
+    team = store.team()
+    assert (team["alice"].gold_answers, team["alice"].gold_accuracy) == (3, 1.0)
+    assert (team["bob"].gold_answers, team["bob"].gold_accuracy) == (2, 0.5)  # can't tell is no answer
+    # Compared where both told: queries 1, 2, 3; they match on query 1 only.
+    assert (team["alice"].compared, team["alice"].agreement) == (3, pytest.approx(1 / 3))
+    assert team["bob"].agreement == team["alice"].agreement and not team["bob"].left_out
+    with TestClient(create_app(tmp_path, lease_s=60)) as client:
+        seen = client.get("/api/status").json()["team"]
+    assert seen["bob"] == {"answers": 4, "gold_answers": 2, "gold_accuracy": 0.5, "compared": 3,
+                           "agreement": pytest.approx(1 / 3), "left_out": ""}
+
+
+def test_a_person_left_out_counts_nowhere_and_the_queries_they_answered_are_asked_again(tmp_path):
+    store = gold_store(tmp_path, [1.0, math.nan])
+    answer_all(store, "mallory", {1: "right", 0: "right"})
+    assert store.count_answered() == (2, 0)
+    store.leave_out({"mallory": "wrong on gold"})
+    assert store.count_answered() == (0, 2)  # both want an answer again
+    assert store.team()["mallory"].left_out == "wrong on gold"
+    answer_all(store, "alice", {1: "left", 0: "left"})
+    taken = store.take(np.arange(2), 0)
+    assert taken.done.all() and taken.labels.tolist() == [1.0, 1.0] and taken.annotators == ["alice", "alice"]
+    # A left-out person is handed nothing more.
+    store.publish(np.array([5]), 1, [("a", "b")], random_pairs(1, 3), 1, "")
+    assert store.lease_next("mallory", 60) is None and store.lease_next("alice", 60).id == 5
+
+
+def test_gold_queries_are_a_steady_share_of_the_ids_with_the_true_returns_answer():
+    from rlhp.human.querent import gold_answers
+
+    pairs = random_pairs(1000, 3)
+    gold = gold_answers(np.arange(1000), pairs, 0.2)
+    chosen = ~np.isnan(gold)
+    assert chosen.sum() == 200 and all(chosen[lo:lo + 50].sum() in (9, 10, 11) for lo in range(0, 1000, 50))
+    returns = pairs.rews.sum(-1)
+    np.testing.assert_array_equal(gold[chosen], (returns[chosen, 0] > returns[chosen, 1]).astype(float))
+    assert np.isnan(gold_answers(np.arange(10), pairs[:10], 0.0)).all()
+    pairs.rews[:] = np.nan  # an env without a true reward knows no gold answer
+    with pytest.raises(DataError, match="querent.gold_rate"):
+        gold_answers(np.arange(10), pairs[:10], 0.2)

@@ -405,7 +405,8 @@ def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
 
 def test_a_querent_refuses_bad_values_by_name_and_keeps_its_drawing_through_a_checkpoint(tmp_path):
     env = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)
-    for key, bad in (("labels_per_query", 0), ("width", 15), ("width", 17), ("width", 14), ("prefetch", 0)):
+    for key, bad in (("labels_per_query", 0), ("width", 15), ("width", 17), ("width", 14), ("prefetch", 0),
+                     ("gold_rate", 1.5), ("gold_labels", 0)):
         with pytest.raises(ArgumentError) as refused:
             WebQuerent(env, tmp_path, **{key: bad})
         assert refused.value.argument == key and f"got {bad}" in refused.value.problem

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import math
 import os
 import pickle
 import signal
@@ -59,6 +61,34 @@ def test_the_first_round_waits_for_labels_and_later_ones_only_until_the_timeout(
     assert gatherer().annotators == ["bob"] and gatherer.received == 3 and gatherer.rounds == 3
 
 
+def test_a_person_wrong_on_gold_queries_is_left_out_with_the_reason_logged_and_their_labels_asked_again(
+        tmp_path, caplog):
+    from test_annotate import answer_all, gold_store
+
+    store = gold_store(tmp_path, [1.0, 0.0, math.nan, math.nan, 1.0, 0.0])  # four gold queries
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0, poll_s=0.02, min_gold_accuracy=0.7,
+                             min_gold_answers=2)
+    answer_all(store, "alice", {5: "right", 4: "left", 3: "left"})  # right on both gold ones
+    answer_all(store, "mallory", {2: "right", 1: "left", 0: "right"})  # wrong on both
+    with caplog.at_level("WARNING"):
+        taken = gatherer()
+    assert "annotator 'mallory' is left out: right on 0% of 2 gold queries, under gatherer.min_gold_accuracy=0.7" \
+        in caplog.text
+    assert sorted(taken.ids.tolist()) == [3, 4, 5] and set(taken.annotators) == {"alice"}
+    assert gatherer.metrics()["annotators_left_out"] == 1 and store.count_answered() == (0, 3)  # asked again
+    answer_all(store, "alice", {2: "left", 1: "right", 0: "left"})
+    assert sorted(gatherer().ids.tolist()) == [0, 1, 2] and gatherer.metrics()["annotators_left_out"] == 1
+
+
+def test_without_a_gold_threshold_everyone_counts(tmp_path):
+    from test_annotate import answer_all, gold_store
+
+    store = gold_store(tmp_path, [1.0, 0.0, 1.0])
+    answer_all(store, "mallory", {2: "right", 1: "left", 0: "right"})
+    taken = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0, poll_s=0.02)()
+    assert len(taken) == 3 and store.team()["mallory"].left_out == ""
+
+
 def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_path, caplog):
     store = publish(tmp_path / "a", 4)
     gatherer = HumanGatherer(tmp_path / "a", serve=False, min_answered_frac=0.5, timeout_s=5, poll_s=0.02)
@@ -98,7 +128,8 @@ def test_a_round_waits_for_its_share_of_the_open_queries_and_says_so_once(tmp_pa
 
 def test_a_human_gatherer_refuses_values_outside_their_ranges_by_name(tmp_path):
     for key, bad in (("min_answered_frac", -0.1), ("min_answered_frac", 1.01), ("timeout_s", 0), ("poll_s", -1),
-                     ("lease_s", 0), ("max_pending", 0), ("port", 65536)):
+                     ("lease_s", 0), ("max_pending", 0), ("port", 65536), ("min_gold_accuracy", 1.5),
+                     ("min_gold_answers", 0)):
         with pytest.raises(ArgumentError) as refused:
             HumanGatherer(tmp_path, serve=False, **{key: bad})
         assert refused.value.argument == key and str(bad) in refused.value.problem
@@ -210,6 +241,30 @@ def test_people_answering_over_http_teach_cartpole_while_the_agent_trains(tmp_pa
     assert rounds[-1]["timesteps"] >= composed("train", ["experiment=cartpole_100_labels"]).total_timesteps - 1_000
     names = [n for p in RunFolder(run_dir).labels_dir.iterdir() for n in datasets.load_from_disk(str(p))["annotator"]]
     assert set(",".join(names).split(",")) == {a.name for a in annotators}
+
+
+@pytest.mark.slow
+def test_a_team_member_who_misreads_the_task_is_found_by_the_gold_queries_and_left_out(tmp_path):
+    run_dir = tmp_path / "run"
+    team = [ScriptedAnnotator(run_dir, "ann", pause_s=0.02), ScriptedAnnotator(run_dir, "bea", pause_s=0.02),
+            ScriptedAnnotator(run_dir, "mallory", pause_s=0.02, flip_rate=1.0)]
+    with contextlib.ExitStack() as stack:
+        for annotator in team:
+            stack.enter_context(annotator)
+        # Pendulum: its fragments' true returns are never tied, so every gold query has a right answer.
+        run_cli("rlhp-train", *FAST, "env=gym", "env.id=Pendulum-v1", "agent=sac", "gatherer=human",
+                "gatherer.port=0", "querent.gold_rate=0.5", "gatherer.min_gold_accuracy=0.7",
+                "gatherer.min_gold_answers=3", "total_comparisons=40", "num_iterations=3",
+                f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    people = QueryStore(RunFolder(run_dir).queries_db).team()
+    assert people["mallory"].gold_accuracy == 0.0 and people["mallory"].left_out.startswith("right on 0% of ")
+    assert not people["ann"].left_out and not people["bea"].left_out and people["ann"].gold_accuracy == 1.0
+    rows = RunFolder(run_dir).metrics()
+    since = next(r["iteration"] for r in rows if r["annotators_left_out"] == 1)
+    assert rows[-1]["annotators_left_out"] == 1
+    later = [datasets.load_from_disk(str(p))["annotator"] for p in sorted(RunFolder(run_dir).labels_dir.iterdir())
+             if int(p.name.split("_")[1]) >= since]
+    assert later and all("mallory" not in names for names in later for names in names)
 
 
 @pytest.mark.slow

@@ -48,18 +48,29 @@ class HumanGatherer(PreferenceGatherer):
         host, port: where it listens (port 0: any free port).
         token: access token; required (and generated when null) on an address other than loopback.
         lease_s: seconds a query handed to a person is theirs alone.
+        min_gold_accuracy: leave out a person whose answers to gold queries (``querent.gold_rate``) are right less
+            often than this, once they gave ``min_gold_answers`` of them: from then on their answers count
+            nowhere, and the queries that lose an answer by it are asked again (0: keep everyone). The decision is
+            logged, and shows on the status API and in the label export.
+        min_gold_answers: gold answers a person gives before they are judged.
     """
 
     reads_published_queries = True
 
     def __init__(self, run_dir: str | Path, min_answered_frac: float = 0.5, timeout_s: float = 30.0,
                  max_pending: int = 200, poll_s: float = 0.2, serve: bool = True, host: str = "127.0.0.1",
-                 port: int = 8765, token: str | None = None, lease_s: float = 120.0) -> None:
+                 port: int = 8765, token: str | None = None, lease_s: float = 120.0, min_gold_accuracy: float = 0.0,
+                 min_gold_answers: int = 5) -> None:
         if not 0 <= min_answered_frac <= 1:
             raise ArgumentError("min_answered_frac", f"must lie in [0, 1], got {min_answered_frac}")
         for key, value in (("timeout_s", timeout_s), ("poll_s", poll_s), ("lease_s", lease_s)):
             if value <= 0:
                 raise ArgumentError(key, f"must be positive, got {value}")
+        if not 0 <= min_gold_accuracy <= 1:
+            raise ArgumentError("min_gold_accuracy", f"must lie in [0, 1], got {min_gold_accuracy}")
+        if min_gold_answers < 1:
+            raise ArgumentError("min_gold_answers", f"must be at least 1, got {min_gold_answers}")
+        self.min_gold_accuracy, self.min_gold_answers = min_gold_accuracy, min_gold_answers
         if max_pending < 1:
             raise ArgumentError("max_pending", f"must be at least 1, got {max_pending}")
         if not 0 <= port < 65536:
@@ -97,10 +108,11 @@ class HumanGatherer(PreferenceGatherer):
         start = time.monotonic()
         if len(ids):
             self._wait(len(ids))
+        left_out = self._judge_team()
         taken = self.store.take(ids, self.rounds)
         self.rounds += 1
         self._last = {"queries_pending": self.store.count_answered()[1], "labels_answered": int(taken.done.sum()),
-                      "label_wait_s": time.monotonic() - start}
+                      "label_wait_s": time.monotonic() - start, "annotators_left_out": left_out}
         if not taken.done.any():
             return no_answers()
         self.received += int(taken.done.sum())
@@ -126,13 +138,28 @@ class HumanGatherer(PreferenceGatherer):
                 told = True
             time.sleep(self.poll_s)
 
+    def _judge_team(self) -> int:
+        """Leave out, with a logged reason, each person whose gold answers fall under ``min_gold_accuracy``;
+        return how many are left out now."""
+        team = self.store.team()
+        reasons = {name: f"right on {p.gold_accuracy:.0%} of {p.gold_answers} gold queries, under "
+                         f"gatherer.min_gold_accuracy={self.min_gold_accuracy:g}"
+                   for name, p in team.items() if not p.left_out and p.gold_answers >= self.min_gold_answers
+                   and p.gold_accuracy < self.min_gold_accuracy}
+        for name, reason in reasons.items():
+            log.warning("annotator %r is left out: %s; their answers no longer count", name, reason, extra=CONSOLE)
+        if reasons:
+            self.store.leave_out(reasons)
+        return sum(bool(p.left_out) for p in team.values()) + len(reasons)
+
     def num_pending(self) -> int:
         """Open queries: published and not yet taken (some may be answered since the last round)."""
         answered, pending = self.store.count_answered()
         return answered + pending
 
     def metrics(self) -> dict[str, float]:
-        """``queries_pending`` after the round's gathering, ``labels_answered`` in it, ``label_wait_s``."""
+        """``queries_pending`` after the round's gathering, ``labels_answered`` in it, ``label_wait_s``,
+        ``annotators_left_out`` (so far)."""
         return dict(self._last)
 
     @contextlib.contextmanager

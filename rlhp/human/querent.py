@@ -9,7 +9,7 @@ import numpy as np
 
 from rlhp.data import FragmentPairs
 from rlhp.envs import GymEnv
-from rlhp.errors import ArgumentError
+from rlhp.errors import ArgumentError, DataError
 from rlhp.feedback import Querent
 from rlhp.human.clips import ClipRenderer
 from rlhp.human.prefetch import ClipPrefetcher, DrawOnPublish
@@ -18,6 +18,8 @@ from rlhp.runs import RunFolder
 
 INSTRUCTION_FILES = (".md", ".markdown", ".txt")
 """Endings that make ``instructions`` a file to read rather than the text itself."""
+GOLDEN = (5**0.5 - 1) / 2
+"""The golden ratio's fractional part: ``id * GOLDEN mod 1`` spreads evenly over [0, 1) for consecutive ids."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
 
@@ -43,6 +45,22 @@ def read_instructions(instructions: str) -> str:
     return text
 
 
+def gold_answers(ids: np.ndarray, pairs: FragmentPairs, rate: float) -> np.ndarray:
+    """The known label of each gold query of ``ids`` (1: the first fragment has the larger true return, 0: the
+    second, 0.5: equal), NaN for the others. Which ids are gold follows the golden ratio's sequence: a share
+    ``rate`` of any run of consecutive ids, the same after a resume."""
+    chosen = (ids * GOLDEN % 1.0) < rate
+    gold = np.full(len(ids), np.nan)
+    if not chosen.any():
+        return gold
+    returns = pairs.rews[chosen].sum(-1)
+    if np.isnan(returns).any():
+        raise DataError("querent.gold_rate needs the fragments' true rewards to know the gold answers, and this "
+                        "env gives none; set querent.gold_rate=0")
+    gold[chosen] = 0.5 * (1 + np.sign(returns[:, 0] - returns[:, 1]))
+    return gold
+
+
 class WebQuerent(Querent):
     """Renders each query's two clips into the run's ``media/`` and publishes the query in its
     ``queries.sqlite``, where the annotation server finds it.
@@ -60,13 +78,23 @@ class WebQuerent(Querent):
         prefetch: where clips are slow to draw (MuJoCo), they are drawn in the background, newest first, this
             many ahead of the people labelling (:mod:`rlhp.human.prefetch`); a query is handed out only once
             drawn. Other clips are drawn when their queries are published.
+        gold_rate: share of the queries that are gold: their answer is known (the teacher's, from the fragments'
+            true returns), so people's answers to them measure each person (the team's figures on the status
+            API); they are labelled and trained on as the others are.
+        gold_labels: different people asked for each gold query, so that every person meets some.
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
-                 fps: float | None = None, instructions: str = "", prefetch: int = 6) -> None:
+                 fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
+                 gold_labels: int = 3) -> None:
         super().__init__()
+        if not 0 <= gold_rate <= 1:
+            raise ArgumentError("gold_rate", f"must lie in [0, 1], got {gold_rate}")
+        if gold_labels < 1:
+            raise ArgumentError("gold_labels", f"must be at least 1, got {gold_labels}")
+        self.gold_rate, self.gold_labels = gold_rate, gold_labels
         self.instructions = read_instructions(instructions) or env.task.instructions
         if labels_per_query < 1:
             raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
@@ -93,8 +121,10 @@ class WebQuerent(Querent):
         ids = super().__call__(pairs, round_)
         names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
         self.drawing.publishing(pairs, names)
-        self.store.publish(ids, round_, names, pairs, self.labels_per_query, self.instructions,
-                           drawn=self.drawing.drawn_when_published)
+        gold = gold_answers(ids, pairs, self.gold_rate)
+        wanted = np.where(np.isnan(gold), self.labels_per_query, max(self.labels_per_query, self.gold_labels))
+        self.store.publish(ids, round_, names, pairs, wanted, self.instructions,
+                           drawn=self.drawing.drawn_when_published, gold=gold)
         self.drawing.published()
         return ids
 
@@ -108,5 +138,6 @@ class WebQuerent(Querent):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
-        self.__dict__.update({"prefetch": 6, **state})  # a checkpoint from before lazy drawing
+        # A checkpoint from before lazy drawing, or before gold queries.
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 3, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

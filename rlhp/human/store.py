@@ -8,6 +8,10 @@ or counted twice.
 A query's ``state``: ``pending`` (it wants more answers), ``answered`` (it has ``wanted`` of them,
 the trainer has not taken it yet), ``taken`` (its label is in the trainer's dataset, since round
 ``taken_round``) or ``expired`` (the trainer dropped it unanswered).
+
+A *gold* query's answer is known (``gold``: the label a teacher gives it): people's answers to gold queries
+measure them. A person the trainer *leaves out* (``left_out``) is handed no more queries, and their answers count
+nowhere: not towards a query's wanted answers, not in its label.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +46,8 @@ CREATE TABLE IF NOT EXISTS queries (
     taken_round INTEGER,
     pair BLOB NOT NULL,
     instructions INTEGER REFERENCES instructions (id),
-    drawn INTEGER NOT NULL DEFAULT 1
+    drawn INTEGER NOT NULL DEFAULT 1,
+    gold REAL
 );
 CREATE TABLE IF NOT EXISTS instructions (
     id INTEGER PRIMARY KEY,
@@ -54,6 +59,11 @@ CREATE TABLE IF NOT EXISTS leases (
     annotator TEXT NOT NULL,
     expires REAL NOT NULL,
     PRIMARY KEY (query_id, annotator)
+);
+CREATE TABLE IF NOT EXISTS left_out (
+    annotator TEXT PRIMARY KEY,
+    since REAL NOT NULL,
+    reason TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS answers (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -67,11 +77,18 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
-_WANTS_MORE = ("(SELECT count(*) FROM answers a WHERE a.query_id = q.id) + (SELECT count(*) FROM leases l "
-               "WHERE l.query_id = q.id AND l.expires > :now) < q.wanted")
-"""SQL: query ``q`` wants more answers than it has answers and live leases (``:now``: the time)."""
+_COUNTED = "annotator NOT IN (SELECT annotator FROM left_out)"
+"""SQL: an answer counts (its author is not left out)."""
 
-_ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1"}
+_ANSWERS_OF_Q = f"(SELECT count(*) FROM answers a WHERE a.query_id = q.id AND a.{_COUNTED})"
+"""SQL: the answers that count of query ``q``."""
+
+_WANTS_MORE = (f"{_ANSWERS_OF_Q} + (SELECT count(*) FROM leases l WHERE l.query_id = q.id AND l.expires > :now "
+               f"AND l.{_COUNTED}) < q.wanted")
+"""SQL: query ``q`` wants more answers than it has answers and live leases that count (``:now``: the time)."""
+
+_ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1",
+                  "gold": "REAL"}
 """Columns of ``queries`` that a store made before them lacks, and how they are added to it."""
 
 _INSTRUCTIONS = "coalesce((SELECT text FROM instructions i WHERE i.id = q.instructions), '')"
@@ -101,6 +118,20 @@ class Query:
     right_clip: str
     lease_expires: float
     instructions: str
+
+
+@dataclass(frozen=True)
+class Person:
+    """How one annotator labels: ``answers`` in all, ``gold_answers`` given to gold queries (can't-tell left
+    out), the share of those matching the known label, the share of their labels that match another person's on
+    the same query (``compared``: how many such comparisons), and why they are left out (empty: they are not)."""
+
+    answers: int
+    gold_answers: int
+    gold_accuracy: float | None
+    compared: int
+    agreement: float | None
+    left_out: str
 
 
 @dataclass(frozen=True)
@@ -184,18 +215,24 @@ class QueryStore:
     # The trainer's side.
 
     def publish(self, ids: np.ndarray, round_: int, clips: list[tuple[str, str]], pairs: FragmentPairs,
-                wanted: int, instructions: str, drawn: bool = True) -> None:
-        """Add queries, each asking people ``instructions`` (kept once however many queries share them). With
-        ``drawn``, their clips are already written under ``media/``; else nobody is handed them until
-        :meth:`mark_drawn`."""
+                wanted: int | np.ndarray, instructions: str, drawn: bool = True,
+                gold: np.ndarray | None = None) -> None:
+        """Add queries, each wanting ``wanted`` answers (one number, or one per query) and asking people
+        ``instructions`` (kept once
+        however many queries share them). With ``drawn``, their clips are already written under ``media/``; else
+        nobody is handed them until :meth:`mark_drawn`. ``gold`` holds the known label of each gold query, NaN
+        for the others."""
         now = time.time()
+        gold = np.full(len(ids), np.nan) if gold is None else gold
+        known = [None if math.isnan(g) else float(g) for g in gold]
+        wanted = np.broadcast_to(wanted, len(ids))
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
             told = db.execute("SELECT id FROM instructions WHERE text = ?", (instructions,)).fetchone()[0]
-            rows = [(int(q), round_, left, right, wanted, now, pair_to_blob(pairs, i), told, int(drawn))
-                    for i, (q, (left, right)) in enumerate(zip(ids, clips, strict=True))]
+            rows = [(int(q), round_, left, right, int(w), now, pair_to_blob(pairs, i), told, int(drawn), g)
+                    for i, (q, (left, right), w, g) in enumerate(zip(ids, clips, wanted, known, strict=True))]
             db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair, "
-                           "instructions, drawn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                           "instructions, drawn, gold) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def to_draw(self, ahead: int) -> tuple[int, str, str] | None:
         """The query whose clips to draw next, the newest undrawn (people are handed the newest first), while
@@ -246,8 +283,8 @@ class QueryStore:
             db.executemany("INSERT INTO asked VALUES (?)", [(int(i),) for i in ids])
             rows = db.execute(
                 "SELECT q.id, avg(a.label), group_concat(a.annotator, ','), max(a.answered_at) FROM queries q "
-                "JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' "
-                "GROUP BY q.id").fetchall()
+                f"JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' AND "
+                f"a.{_COUNTED} GROUP BY q.id").fetchall()
             db.execute("UPDATE queries SET state = 'taken', taken_round = ? WHERE state = 'answered' "
                        "AND id IN (SELECT id FROM asked)", (round_,))
         found = {r[0]: r for r in rows}
@@ -282,9 +319,11 @@ class QueryStore:
 
     def lease_next(self, annotator: str, lease_s: float) -> Query | None:
         """Lease the newest query this annotator has neither answered nor holds, that wants more answers
-        than it has answers and live leases; None when there is none."""
+        than it has answers and live leases; None when there is none, or when the annotator is left out."""
         now = time.time()
         with self._transaction() as db:
+            if db.execute("SELECT 1 FROM left_out WHERE annotator = ?", (annotator,)).fetchone():
+                return None
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
                 f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
@@ -317,8 +356,8 @@ class QueryStore:
             db.execute("DELETE FROM leases WHERE query_id = ? AND annotator = ?", (query_id, annotator))
             db.execute("INSERT INTO answers (query_id, annotator, choice, label, answered_at) VALUES (?, ?, ?, ?, ?)",
                        (query_id, annotator, choice, _label(choice), now))
-            db.execute("UPDATE queries SET state = 'answered' WHERE id = ? AND "
-                       "(SELECT count(*) FROM answers WHERE query_id = ?) >= wanted", (query_id, query_id))
+            db.execute(f"UPDATE queries AS q SET state = 'answered' WHERE q.id = ? AND {_ANSWERS_OF_Q} >= q.wanted",
+                       (query_id,))
             return db.execute("SELECT count(*) FROM answers WHERE annotator = ?", (annotator,)).fetchone()[0]
 
     def undo(self, annotator: str, lease_s: float) -> Query:
@@ -340,7 +379,8 @@ class QueryStore:
         return Query(query_id, left, right, now + lease_s, instructions)
 
     def status(self) -> dict:
-        """Queries by state, answers per annotator, and agreement where a query has several labels."""
+        """Queries by state, answers per annotator, agreement where a query has several labels, and each
+        annotator's figures (:meth:`team`)."""
         with self._connect() as db:
             states = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
             people = dict(db.execute("SELECT annotator, count(*) FROM answers GROUP BY annotator").fetchall())
@@ -356,7 +396,37 @@ class QueryStore:
             "annotators": people,
             "multi_labelled": multi[0],
             "agreement": multi[1] / multi[0] if multi[0] else None,
+            "team": {name: asdict(person) for name, person in self.team().items()},
         }
+
+    def team(self) -> dict[str, Person]:
+        """Each annotator's figures (:class:`Person`), by name."""
+        with self._connect() as db:
+            counts = db.execute(
+                "SELECT a.annotator, count(*), coalesce(sum(q.gold IS NOT NULL AND a.label IS NOT NULL), 0), "
+                "coalesce(sum(a.label = q.gold), 0) FROM answers a JOIN queries q ON q.id = a.query_id "
+                "GROUP BY a.annotator").fetchall()
+            agree = {row[0]: row[1:] for row in db.execute(
+                "SELECT a.annotator, count(*), sum(a.label = b.label) FROM answers a JOIN answers b ON "
+                "b.query_id = a.query_id AND b.annotator != a.annotator WHERE a.label IS NOT NULL AND "
+                "b.label IS NOT NULL GROUP BY a.annotator")}
+            left = dict(db.execute("SELECT annotator, reason FROM left_out").fetchall())
+        team = {}
+        for name, answers, gold, right in counts:
+            compared, same = agree.get(name, (0, 0))
+            team[name] = Person(answers, gold, right / gold if gold else None, compared,
+                                same / compared if compared else None, left.get(name, ""))
+        return team
+
+    def leave_out(self, reasons: dict[str, str]) -> None:
+        """Leave these annotators out, each for its reason: their answers count nowhere from now on, and the
+        queries that lose an answer by it want one again."""
+        now = time.time()
+        with self._transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO left_out VALUES (?, ?, ?)",
+                           [(name, now, reason) for name, reason in reasons.items()])
+            db.execute(f"UPDATE queries AS q SET state = 'pending' WHERE state = 'answered' AND {_ANSWERS_OF_Q} "
+                       "< q.wanted")
 
     def instructions(self, ids: np.ndarray) -> list[str]:
         """What people were asked when they answered queries ``ids``, in that order."""

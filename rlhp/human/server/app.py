@@ -85,8 +85,22 @@ class UndoIn(BaseModel):
     annotator: Annotator
 
 
+class Person(BaseModel):
+    """How one annotator labels: answers in all and to gold queries (whose answer is known), the share of
+    those right, the share of their labels matching another person's on the same query (over ``compared``
+    comparisons), and why the run leaves them out (empty: it does not)."""
+
+    answers: int
+    gold_answers: int
+    gold_accuracy: float | None
+    compared: int
+    agreement: float | None
+    left_out: str
+
+
 class Status(BaseModel):
-    """Queries by state, answers per annotator, and agreement on queries labelled by several people."""
+    """Queries by state, answers per annotator, agreement on queries labelled by several people, and each
+    annotator's figures."""
 
     pending: int
     answered: int
@@ -96,6 +110,7 @@ class Status(BaseModel):
     annotators: dict[str, int]
     multi_labelled: int
     agreement: float | None
+    team: dict[str, Person]
 
 
 class _Guard(BaseHTTPMiddleware):
@@ -181,7 +196,8 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
 
     @app.get("/api/status", response_model=Status, summary="Progress of the labelling")
     def status() -> Status:
-        """Queries pending, answered, in training and expired; answers per annotator; agreement."""
+        """Queries pending, answered, in training and expired; answers per annotator; agreement; each
+        annotator's accuracy on gold queries and agreement with the others."""
         return Status(**store.status())
 
     app.mount("/page", StaticFiles(directory=str(PAGE)), name="page")

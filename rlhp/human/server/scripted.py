@@ -20,10 +20,14 @@ from rlhp.runs import RunFolder
 
 class ScriptedAnnotator:
     """Answers a run's queries in a thread until stopped (or the server is gone): the fragment with the
-    higher true return is preferred, equal returns are ``equal``."""
+    higher true return is preferred, equal returns are ``equal``; a share ``flip_rate`` of its answers prefer the
+    other fragment instead (0.5: a person answering at random, 1: one who misreads the task), drawn from
+    ``seed``."""
 
-    def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0) -> None:
+    def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0,
+                 flip_rate: float = 0.0, seed: int = 0) -> None:
         self.run, self.name, self.url, self.pause_s = RunFolder(run_dir), name, url, pause_s
+        self.flip_rate, self.rng = flip_rate, np.random.default_rng(seed)
         self.answered = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._work, daemon=True)
@@ -42,9 +46,13 @@ class ScriptedAnnotator:
                     time.sleep(0.05)
                     continue
                 first, second = self._returns(query["query_id"])
-                label = "equal" if first == second else "left" if first > second else "right"
-                http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
-                                                "label": label}).raise_for_status()
+                flip = self.rng.random() < self.flip_rate
+                label = "equal" if first == second else "left" if (first > second) != flip else "right"
+                answered = http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
+                                                           "label": label})
+                if answered.status_code == 409:  # its lease ran out while it paused: on to the next, as a person
+                    continue
+                answered.raise_for_status()
                 self.answered += 1
                 time.sleep(self.pause_s)  # a person's pace, however fast the machine
 
