@@ -492,3 +492,23 @@ def test_gold_queries_are_a_steady_share_of_the_ids_with_the_true_returns_answer
     pairs.rews[:] = np.nan  # an env without a true reward knows no gold answer
     with pytest.raises(DataError, match="querent.gold_rate"):
         gold_answers(np.arange(10), pairs[:10], 0.2)
+
+
+def test_the_label_export_and_its_card_carry_each_persons_figures(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    store = QueryStore(run.queries_db)
+    store.publish(np.arange(3), 0, [("a", "b")] * 3, random_pairs(3, 3), 1, "", gold=np.array([1.0, 0.0, math.nan]))
+    answer_all(store, "mallory", {2: "right", 1: "left", 0: "right"})
+    store.leave_out({"mallory": "right on 0% of 2 gold queries"})
+    answer_all(store, "alice", {2: "left", 1: "right", 0: "left"})
+    taken = store.take(np.arange(3), 0)
+    batch = PreferenceDataset()
+    batch.push(store.pairs(np.arange(3)[taken.done]), taken.labels, np.arange(3)[taken.done])
+    batch.save(run.labels_dir / "round_0000", annotator=taken.annotators, answered_at=taken.times,
+               skipped=np.isnan(taken.labels))
+    export_labels(run.path, str(tmp_path / "out"))
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert taken.annotators == ["alice"] * 3
+    assert "| alice | 3 | 2 | 100% | 0% (3) | no |" in card
+    assert "| mallory | 3 | 2 | 0% | 0% (3) | right on 0% of 2 gold queries |" in card
+    assert "gold_accuracy: 0.0" in card  # the card's metadata holds the same figures, for tools

@@ -139,6 +139,19 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
         quoted = "\n".join(f"> {line}" for line in text.splitlines()) if text else \
             "> (no instructions: the page asked \"Which clip does the task better?\")"
         body += [f"{count} label{'s' if count != 1 else ''}:", "", quoted, ""]
+    team = meta.get("team", {})
+    if team:
+        def share(value: float | None) -> str:
+            return "–" if value is None else f"{value:.0%}"
+        body += ["## The team", "",
+                 "Each person's answers to gold queries (whose answer a teacher knows, from the true returns) and "
+                 "how often their labels match another person's on the same query. A person left out of the run "
+                 "counts in no label above.", "",
+                 "| annotator | answers | gold answers | right on gold | agreement (comparisons) | left out |",
+                 "|---|---:|---:|---:|---:|---|"]
+        body += [f"| {name} | {p['answers']} | {p['gold_answers']} | {share(p['gold_accuracy'])} | "
+                 f"{share(p['agreement'])} ({p['compared']}) | {p['left_out'] or 'no'} |" for name, p in team.items()]
+        body.append("")
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
 
 

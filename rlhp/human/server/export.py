@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 import datasets
@@ -53,7 +54,8 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     check_export_dest(dest)
     run = RunFolder(run_dir)
     ds = labels_dataset(run)
-    asked = QueryStore(run.queries_db).instructions(ds["id"]) if run.queries_db.is_file() else [""] * len(ds)
+    store = QueryStore(run.queries_db) if run.queries_db.is_file() else None
+    asked = store.instructions(ds["id"]) if store else [""] * len(ds)
     ds = ds.add_column("instructions", asked)
     names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \
         else Counter()
@@ -61,7 +63,8 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
     meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names),
             "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1),
-            "instructions": dict(Counter(asked))}
+            "instructions": dict(Counter(asked)),
+            "team": {name: asdict(person) for name, person in store.team().items()} if store else {}}
     repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
     folder = run.path / "hub-labels" if repo else Path(dest)
     stage_for_hub(ds, folder, labels_card(meta, repo), None)
