@@ -159,3 +159,37 @@ def test_the_page_plays_both_clips_takes_clicks_keys_and_undo_and_the_labels_rea
     labels = dict(zip(answers.ids.tolist(), answers.labels.tolist(), strict=True))
     assert labels[first["query_id"]] == 1.0 and np.isnan(labels[second["query_id"]])  # skipped: never trained on
     assert answers.annotators == ["tester", "tester"]
+
+
+def test_the_team_view_shows_each_persons_gold_accuracy_and_tells_a_left_out_person(tmp_path):
+    from rlhp.human.store import QueryStore
+
+    pairs = random_pairs(4, length=20, obs_dim=4)
+    pairs.frames *= 0.2
+    with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, gold_rate=1.0, gold_labels=2) as url, \
+            sync_playwright() as p:
+        store = QueryStore(RunFolder(tmp_path).queries_db)
+        returns = pairs.rews.sum(-1)
+        for _ in range(4):  # mallory misreads the task: the lower true return each time
+            query = store.lease_next("mallory", 60)
+            store.answer(query.id, "mallory", "right" if returns[query.id, 0] > returns[query.id, 1] else "left")
+        store.leave_out({"mallory": "right on 0% of 4 gold queries"})
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function(BOTH_PLAYING, timeout=10_000)
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowRight")
+        sent(page, 2)
+        page.locator("#team summary").click()
+        want = store.team()["tester"]
+        tester = (f"tester\t2\t{round(100 * want.gold_accuracy)}% of 2\t{round(100 * want.agreement)}% of 2\tyes")
+        page.wait_for_function(f"[...document.querySelectorAll('#team-rows tr')].some((r) => r.innerText === "
+                               f"{tester!r})", timeout=10_000)  # the view refreshes every 5 s
+        rows = page.locator("#team-rows tr").all_inner_texts()
+        assert "mallory\t4\t0% of 4\t" in rows[0] and rows[0].endswith("no: right on 0% of 4 gold queries")
+        left_out = browser.new_page()
+        left_out.goto(url + "?annotator=mallory")
+        left_out.wait_for_function("document.getElementById('message').textContent.includes('no longer count')")
+        assert left_out.evaluate("window.rlhp.shown") is None  # handed nothing more
+        browser.close()

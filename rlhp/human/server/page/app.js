@@ -154,6 +154,29 @@ async function waitForQueries() {
   waiting = false;
 }
 
+// The team view: each person's answers, accuracy on gold queries (whose answer is known), agreement with the
+// others, and whether the run still counts their answers.
+function showTeam(status) {
+  const share = (value, over) => value === null ? "–" : `${Math.round(100 * value)}% of ${over}`;
+  const rows = Object.entries(status.team).map(([who, p]) => {
+    const row = document.createElement("tr");
+    const cells = [who, p.answers, share(p.gold_accuracy, p.gold_answers), share(p.agreement, p.compared),
+      p.left_out ? `no: ${p.left_out}` : "yes"];
+    for (const text of cells) row.appendChild(document.createElement("td")).textContent = text;
+    if (p.left_out) row.className = "left-out";
+    return row;
+  });
+  $("team-rows").replaceChildren(...rows);
+  const mine = status.team[name];
+  if (mine && mine.left_out) $("message").textContent = `Your answers no longer count (${mine.left_out}).`;
+}
+
+function refresh(status) {
+  $("pending").textContent = status.pending;
+  showTeam(status);
+  updateStats();
+}
+
 async function start() {
   localStorage.setItem("rlhp-annotator", name);
   $("who").textContent = name;
@@ -162,7 +185,7 @@ async function start() {
   try {
     const status = await api("api/status");
     labelled = status.annotators[name] || 0;
-    updateStats();
+    refresh(status);
   } catch (err) {
     $("message").textContent = err.message;
   }
@@ -185,6 +208,6 @@ $("signin").addEventListener("submit", (event) => {
   name = $("name").value.trim();
   if (name) start();
 });
-setInterval(() => api("api/status").then((s) => { $("pending").textContent = s.pending; updateStats(); }).catch(() => {}), 5000);
+setInterval(() => api("api/status").then(refresh).catch(() => {}), 5000);
 
 if (name) start(); else { $("signin").hidden = false; $("name").focus(); }
