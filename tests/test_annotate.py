@@ -464,6 +464,11 @@ def test_the_team_view_measures_each_person_on_gold_queries_and_against_the_othe
                            "agreement": pytest.approx(1 / 3), "left_out": ""}
 
 
+def test_gold_queries_are_handed_out_first_so_each_person_is_measured_early(tmp_path):
+    store = gold_store(tmp_path, [math.nan, 1.0, math.nan, 0.0, math.nan], wanted=2)
+    assert [store.lease_next("alice", 60).id for _ in range(5)] == [3, 1, 4, 2, 0]  # gold, then newest first
+
+
 def test_a_person_left_out_counts_nowhere_and_the_queries_they_answered_are_asked_again(tmp_path):
     store = gold_store(tmp_path, [1.0, math.nan])
     answer_all(store, "mallory", {1: "right", 0: "right"})

@@ -65,19 +65,21 @@ def test_a_person_wrong_on_gold_queries_is_left_out_with_the_reason_logged_and_t
         tmp_path, caplog):
     from test_annotate import answer_all, gold_store
 
-    store = gold_store(tmp_path, [1.0, 0.0, math.nan, math.nan, 1.0, 0.0])  # four gold queries
-    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0, poll_s=0.02, min_gold_accuracy=0.7,
-                             min_gold_answers=2)
-    answer_all(store, "alice", {5: "right", 4: "left", 3: "left"})  # right on both gold ones
-    answer_all(store, "mallory", {2: "right", 1: "left", 0: "right"})  # wrong on both
+    store = gold_store(tmp_path, [1.0, 0.0, math.nan, math.nan], wanted=2)  # two gold queries, two people each
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0, poll_s=0.02, timeout_s=0.1,
+                             min_gold_accuracy=0.7, min_gold_answers=2)
+    answer_all(store, "alice", {1: "right", 0: "left", 3: "left", 2: "left"})  # right on both gold ones
+    answer_all(store, "mallory", {1: "left", 0: "right", 3: "right", 2: "left"})  # wrong on both
     with caplog.at_level("WARNING"):
         taken = gatherer()
     assert "annotator 'mallory' is left out: right on 0% of 2 gold queries, under gatherer.min_gold_accuracy=0.7" \
         in caplog.text
-    assert sorted(taken.ids.tolist()) == [3, 4, 5] and set(taken.annotators) == {"alice"}
-    assert gatherer.metrics()["annotators_left_out"] == 1 and store.count_answered() == (0, 3)  # asked again
-    answer_all(store, "alice", {2: "left", 1: "right", 0: "left"})
-    assert sorted(gatherer().ids.tolist()) == [0, 1, 2] and gatherer.metrics()["annotators_left_out"] == 1
+    # Her answers no longer count: each query has one of the two it wants, and is asked again.
+    assert len(taken) == 0 and store.count_answered() == (0, 4) and gatherer.metrics()["annotators_left_out"] == 1
+    answer_all(store, "bob", {1: "right", 0: "left", 3: "left", 2: "right"})
+    again = gatherer()
+    assert sorted(again.ids.tolist()) == [0, 1, 2, 3] and set(again.annotators) == {"alice,bob"}
+    assert again.labels[again.ids.tolist().index(2)] == 0.5  # alice's left and bob's right, not mallory's
 
 
 def test_without_a_gold_threshold_everyone_counts(tmp_path):

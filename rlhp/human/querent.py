@@ -81,14 +81,15 @@ class WebQuerent(Querent):
         gold_rate: share of the queries that are gold: their answer is known (the teacher's, from the fragments'
             true returns), so people's answers to them measure each person (the team's figures on the status
             API); they are labelled and trained on as the others are.
-        gold_labels: different people asked for each gold query, so that every person meets some.
+        gold_labels: different people asked for each gold query, so that every person meets some (at most the
+            number of people labelling: a gold query waits for as many).
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
-                 gold_labels: int = 3) -> None:
+                 gold_labels: int = 2) -> None:
         super().__init__()
         if not 0 <= gold_rate <= 1:
             raise ArgumentError("gold_rate", f"must lie in [0, 1], got {gold_rate}")
@@ -139,5 +140,5 @@ class WebQuerent(Querent):
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
         # A checkpoint from before lazy drawing, or before gold queries.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 3, **state})
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

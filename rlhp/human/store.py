@@ -319,7 +319,8 @@ class QueryStore:
 
     def lease_next(self, annotator: str, lease_s: float) -> Query | None:
         """Lease the newest query this annotator has neither answered nor holds, that wants more answers
-        than it has answers and live leases; None when there is none, or when the annotator is left out."""
+        than it has answers and live leases, gold queries first (each person is measured before they label much);
+        None when there is none, or when the annotator is left out."""
         now = time.time()
         with self._transaction() as db:
             if db.execute("SELECT 1 FROM left_out WHERE annotator = ?", (annotator,)).fetchone():
@@ -329,7 +330,7 @@ class QueryStore:
                 f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
                 "AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = :who) "
                 "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = :who "
-                f"AND l.expires > :now) AND {_WANTS_MORE} ORDER BY id DESC LIMIT 1",
+                f"AND l.expires > :now) AND {_WANTS_MORE} ORDER BY gold IS NOT NULL DESC, id DESC LIMIT 1",
                 {"who": annotator, "now": now}).fetchone()
             if row is None:
                 return None

@@ -20,14 +20,14 @@ from rlhp.runs import RunFolder
 
 class ScriptedAnnotator:
     """Answers a run's queries in a thread until stopped (or the server is gone): the fragment with the
-    higher true return is preferred, equal returns are ``equal``; a share ``flip_rate`` of its answers prefer the
-    other fragment instead (0.5: a person answering at random, 1: one who misreads the task), drawn from
-    ``seed``."""
+    higher true return is preferred, equal returns are ``equal``. A share ``random_rate`` of its answers are left
+    or right at random instead (1: a person answering at random), and a share ``flip_rate`` of the others prefer
+    the fragment with the lower return (1: a person who misreads the task); both drawn from ``seed``."""
 
     def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0,
-                 flip_rate: float = 0.0, seed: int = 0) -> None:
+                 random_rate: float = 0.0, flip_rate: float = 0.0, seed: int = 0) -> None:
         self.run, self.name, self.url, self.pause_s = RunFolder(run_dir), name, url, pause_s
-        self.flip_rate, self.rng = flip_rate, np.random.default_rng(seed)
+        self.random_rate, self.flip_rate, self.rng = random_rate, flip_rate, np.random.default_rng(seed)
         self.answered = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._work, daemon=True)
@@ -45,9 +45,7 @@ class ScriptedAnnotator:
                 if query is None:
                     time.sleep(0.05)
                     continue
-                first, second = self._returns(query["query_id"])
-                flip = self.rng.random() < self.flip_rate
-                label = "equal" if first == second else "left" if (first > second) != flip else "right"
+                label = self._label(*self._returns(query["query_id"]))
                 answered = http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
                                                            "label": label})
                 if answered.status_code == 409:  # its lease ran out while it paused: on to the next, as a person
@@ -55,6 +53,13 @@ class ScriptedAnnotator:
                 answered.raise_for_status()
                 self.answered += 1
                 time.sleep(self.pause_s)  # a person's pace, however fast the machine
+
+    def _label(self, first: float, second: float) -> str:
+        if self.rng.random() < self.random_rate:
+            return str(self.rng.choice(["left", "right"]))
+        if first == second:
+            return "equal"
+        return "left" if (first > second) != (self.rng.random() < self.flip_rate) else "right"
 
     def _returns(self, query_id: int) -> np.ndarray:
         with sqlite3.connect(self.run.queries_db) as db:
