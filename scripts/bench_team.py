@@ -3,7 +3,8 @@ without gold queries that leave such a person out, against a team of honest anno
 
 Three teams label ``--experiment`` (``gatherer=human``, the clips drawn and served as for people) on seeds
 ``--seeds``: two honest annotators; the same two and a third who answers every query left or right at random; and
-that team with ``querent.gold_rate`` and ``gatherer.min_gold_accuracy`` set (``--gold-rate``, ``--min-accuracy``).
+that team with ``querent.gold_rate``, ``gatherer.min_gold_accuracy`` and ``gatherer.min_gold_answers`` set
+(``--gold-rate``, ``--min-accuracy``, ``--min-gold-answers``).
 Honest annotators prefer the fragment with the higher true return (``rlhp.human.server.scripted``). A finished run
 under ``--root`` is reused. The table: each team's final true return (mean ± 95% interval), labels answered, the
 share of the labels trained on that came from the random annotator, and how many runs left them out.
@@ -35,12 +36,13 @@ RANDOM = "random"
 """The name of the annotator who answers at random."""
 
 
-def teams(gold_rate: float, min_accuracy: float) -> dict[str, tuple[bool, list[str]]]:
+def teams(gold_rate: float, min_accuracy: float, min_answers: int) -> dict[str, tuple[bool, list[str]]]:
     """Each team by name: whether a random annotator joins the two honest ones, and the run's extra settings."""
     return {"2 honest": (False, []),
             "2 honest + 1 random": (True, []),
             "2 honest + 1 random, gold queries": (True, [f"querent.gold_rate={gold_rate}",
-                                                         f"gatherer.min_gold_accuracy={min_accuracy}"])}
+                                                         f"gatherer.min_gold_accuracy={min_accuracy}",
+                                                         f"gatherer.min_gold_answers={min_answers}"])}
 
 
 def run_team(folder: Path, overrides: list[str], with_random: bool, pause_s: float, seed: int) -> Run:
@@ -73,8 +75,9 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole_100_labels")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--gold-rate", type=float, default=0.2)
+    parser.add_argument("--gold-rate", type=float, default=0.3)
     parser.add_argument("--min-accuracy", type=float, default=0.7)
+    parser.add_argument("--min-gold-answers", type=int, default=3)
     parser.add_argument("--pause-s", type=float, default=0.05, help="each annotator's wait after an answer")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--machine", default="2-core CPU", help="where the runs ran, for the table's caption")
@@ -83,7 +86,7 @@ def main() -> None:
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be positive")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    chosen = teams(args.gold_rate, args.min_accuracy)
+    chosen = teams(args.gold_rate, args.min_accuracy, args.min_gold_answers)
     jobs = [(name, seed) for name in chosen for seed in seeds]
 
     def run(job: tuple[str, int]) -> Run:
@@ -96,7 +99,8 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = dict(zip(jobs, pool.map(run, jobs), strict=True))
     lines = [f"Written by `python scripts/bench_team.py --experiment {args.experiment} --seeds {args.seeds} "
-             f"--first-seed {args.first_seed} --gold-rate {args.gold_rate} --min-accuracy {args.min_accuracy}` on a "
+             f"--first-seed {args.first_seed} --gold-rate {args.gold_rate} --min-accuracy {args.min_accuracy} "
+             f"--min-gold-answers {args.min_gold_answers}` on a "
              f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human` "
              f"answered over HTTP by scripted annotators, {args.pause_s:g} s between answers; seeds "
              f"{seeds.start}-{seeds.stop - 1}, true return mean ± 95% CI.", "",
