@@ -21,8 +21,8 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel, Field
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
+from rlhp.human.store import Person, QueryError, QueryStore
 from rlhp.human.store import Query as StoredQuery
-from rlhp.human.store import QueryError, QueryStore
 from rlhp.runs import RunFolder
 
 log = logging.getLogger(__name__)
@@ -83,19 +83,6 @@ class UndoIn(BaseModel):
     """Whose last answer to withdraw."""
 
     annotator: Annotator
-
-
-class Person(BaseModel):
-    """How one annotator labels: answers in all and to gold queries (whose answer is known), the share of
-    those right, the share of their labels matching another person's on the same query (over ``compared``
-    comparisons), and why the run leaves them out (empty: it does not)."""
-
-    answers: int
-    gold_answers: int
-    gold_accuracy: float | None
-    compared: int
-    agreement: float | None
-    left_out: str
 
 
 class Status(BaseModel):
