@@ -219,6 +219,8 @@ def test_the_synthetic_teacher_and_the_model_share_one_discount_and_threshold(tm
     (["gatherer=mixed", "gatherer@gatherer.teacher=human", "querent=ids"], "`querent` must publish"),
     (["gatherer=human", "gatherer.timeout_s=0"], "`gatherer.timeout_s` must be positive, got 0"),
     (["gatherer=human", "querent.labels_per_query=0"], "`querent.labels_per_query` must be at least 1, got 0"),
+    (["gatherer=human", "gatherer.min_gold_accuracy=0.7"],
+     "`gatherer.min_gold_accuracy` judges people by their answers to gold queries, and the querent asks none"),
     (["gatherer=human", "querent.instructions=/no/such/task.md"],
      "`querent.instructions` names '/no/such/task.md', which is not a file"),
     (["gatherer=human", "querent.instructions=[1]"], "`querent.instructions` must be a string, got [1]"),

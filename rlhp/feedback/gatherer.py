@@ -48,6 +48,8 @@ class PreferenceGatherer(ABC):
 
     reads_published_queries: bool = False
     """Whether its answers come from people shown the queries a publishing querent put in the run folder."""
+    judges_on_gold: bool = False
+    """Whether it judges people by their answers to gold queries (then the querent must ask some)."""
 
     @abstractmethod
     def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:

@@ -17,6 +17,8 @@ class Querent:
     """Whether it publishes its queries (clips and a store entry) where people see them."""
     needs_states: bool = False
     """Whether its clips are drawn from the states the env records (then the run records them)."""
+    asks_gold: bool = False
+    """Whether some of its queries are gold: their answer known, to measure the people who label."""
 
     def __init__(self) -> None:
         self.next_id = 0

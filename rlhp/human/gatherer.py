@@ -71,6 +71,7 @@ class HumanGatherer(PreferenceGatherer):
         if min_gold_answers < 1:
             raise ArgumentError("min_gold_answers", f"must be at least 1, got {min_gold_answers}")
         self.min_gold_accuracy, self.min_gold_answers = min_gold_accuracy, min_gold_answers
+        self.judges_on_gold = min_gold_accuracy > 0
         if max_pending < 1:
             raise ArgumentError("max_pending", f"must be at least 1, got {max_pending}")
         if not 0 <= port < 65536:
@@ -187,7 +188,8 @@ class HumanGatherer(PreferenceGatherer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        # A checkpoint from before gold queries judged anyone.
+        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, "judges_on_gold": False, **state})
         self._stop = lambda: False
 
 

@@ -96,6 +96,7 @@ class WebQuerent(Querent):
         if gold_labels < 1:
             raise ArgumentError("gold_labels", f"must be at least 1, got {gold_labels}")
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
+        self.asks_gold = gold_rate > 0
         self.instructions = read_instructions(instructions) or env.task.instructions
         if labels_per_query < 1:
             raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
@@ -140,5 +141,5 @@ class WebQuerent(Querent):
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
         # A checkpoint from before lazy drawing, or before gold queries.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, **state})
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "asks_gold": False, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))
