@@ -35,6 +35,18 @@ class ArgumentError(RlhpError, ValueError):
         super().__init__(f"{argument} {problem}")
         self.argument, self.problem = argument, problem
 
+    @classmethod
+    def check_share(cls, argument: str, value: float) -> None:
+        """Refuse ``value`` unless it lies in [0, 1] (a share or a probability)."""
+        if not 0 <= value <= 1:
+            raise cls(argument, f"must lie in [0, 1], got {value}")
+
+    @classmethod
+    def check_count(cls, argument: str, value: int) -> None:
+        """Refuse ``value`` unless it is at least 1."""
+        if value < 1:
+            raise cls(argument, f"must be at least 1, got {value}")
+
 
 class DataError(RlhpError):
     """A file or dataset that cannot be read, or does not fit the env (the message names the path)."""

@@ -66,10 +66,8 @@ class HumanGatherer(PreferenceGatherer):
         for key, value in (("timeout_s", timeout_s), ("poll_s", poll_s), ("lease_s", lease_s)):
             if value <= 0:
                 raise ArgumentError(key, f"must be positive, got {value}")
-        if not 0 <= min_gold_accuracy <= 1:
-            raise ArgumentError("min_gold_accuracy", f"must lie in [0, 1], got {min_gold_accuracy}")
-        if min_gold_answers < 1:
-            raise ArgumentError("min_gold_answers", f"must be at least 1, got {min_gold_answers}")
+        ArgumentError.check_share("min_gold_accuracy", min_gold_accuracy)
+        ArgumentError.check_count("min_gold_answers", min_gold_answers)
         self.min_gold_accuracy, self.min_gold_answers = min_gold_accuracy, min_gold_answers
         self.judges_on_gold = min_gold_accuracy > 0
         if max_pending < 1:

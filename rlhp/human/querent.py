@@ -91,10 +91,8 @@ class WebQuerent(Querent):
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
                  gold_labels: int = 2) -> None:
         super().__init__()
-        if not 0 <= gold_rate <= 1:
-            raise ArgumentError("gold_rate", f"must lie in [0, 1], got {gold_rate}")
-        if gold_labels < 1:
-            raise ArgumentError("gold_labels", f"must be at least 1, got {gold_labels}")
+        ArgumentError.check_share("gold_rate", gold_rate)
+        ArgumentError.check_count("gold_labels", gold_labels)
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
         self.asks_gold = gold_rate > 0
         self.instructions = read_instructions(instructions) or env.task.instructions
