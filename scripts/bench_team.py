@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import datasets
 import numpy as np
-from bench_suite import cell
+from bench_suite import BIN, cell
 from docblock import add_run_options, show
 
 from rlhp.human.server.scripted import ScriptedAnnotator
@@ -31,7 +30,6 @@ from rlhp.human.store import QueryStore
 from rlhp.report.folders import Run, find_runs
 from rlhp.runs import RunFolder
 
-BIN = Path(sys.executable).parent
 RANDOM = "random"
 """The name of the annotator who answers at random."""
 

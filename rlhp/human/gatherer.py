@@ -61,17 +61,14 @@ class HumanGatherer(PreferenceGatherer):
                  max_pending: int = 200, poll_s: float = 0.2, serve: bool = True, host: str = "127.0.0.1",
                  port: int = 8765, token: str | None = None, lease_s: float = 120.0, min_gold_accuracy: float = 0.0,
                  min_gold_answers: int = 5) -> None:
-        if not 0 <= min_answered_frac <= 1:
-            raise ArgumentError("min_answered_frac", f"must lie in [0, 1], got {min_answered_frac}")
+        ArgumentError.check_share("min_answered_frac", min_answered_frac)
         for key, value in (("timeout_s", timeout_s), ("poll_s", poll_s), ("lease_s", lease_s)):
             if value <= 0:
                 raise ArgumentError(key, f"must be positive, got {value}")
         ArgumentError.check_share("min_gold_accuracy", min_gold_accuracy)
         ArgumentError.check_count("min_gold_answers", min_gold_answers)
+        ArgumentError.check_count("max_pending", max_pending)
         self.min_gold_accuracy, self.min_gold_answers = min_gold_accuracy, min_gold_answers
-        self.judges_on_gold = min_gold_accuracy > 0
-        if max_pending < 1:
-            raise ArgumentError("max_pending", f"must be at least 1, got {max_pending}")
         if not 0 <= port < 65536:
             raise ArgumentError("port", f"must be a TCP port (0 for any free one), got {port}")
         self.run = RunFolder(run_dir)
@@ -137,6 +134,11 @@ class HumanGatherer(PreferenceGatherer):
                 told = True
             time.sleep(self.poll_s)
 
+    @property
+    def judges_on_gold(self) -> bool:
+        """Whether it judges people on gold queries (``min_gold_accuracy`` above 0)."""
+        return self.min_gold_accuracy > 0
+
     def _judge_team(self) -> int:
         """Leave out, with a logged reason, each person whose gold answers fall under ``min_gold_accuracy``;
         return how many are left out now."""
@@ -187,7 +189,7 @@ class HumanGatherer(PreferenceGatherer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A checkpoint from before gold queries judged anyone.
-        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, "judges_on_gold": False, **state})
+        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, **state})
         self._stop = lambda: False
 
 

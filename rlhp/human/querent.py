@@ -94,19 +94,21 @@ class WebQuerent(Querent):
         ArgumentError.check_share("gold_rate", gold_rate)
         ArgumentError.check_count("gold_labels", gold_labels)
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
-        self.asks_gold = gold_rate > 0
         self.instructions = read_instructions(instructions) or env.task.instructions
-        if labels_per_query < 1:
-            raise ArgumentError("labels_per_query", f"must be at least 1, got {labels_per_query}")
+        ArgumentError.check_count("labels_per_query", labels_per_query)
         if width < 16 or width % 2:
             raise ArgumentError("width", f"must be an even number of pixels >= 16, got {width}")
         self.run = RunFolder(run_dir)
         self.store = QueryStore(self.run.queries_db)
         self.labels_per_query = labels_per_query
-        if prefetch < 1:
-            raise ArgumentError("prefetch", f"must be at least 1, got {prefetch}")
+        ArgumentError.check_count("prefetch", prefetch)
         self.prefetch = prefetch
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))
+
+    @property
+    def asks_gold(self) -> bool:
+        """Whether some of its queries are gold (``gold_rate`` above 0)."""
+        return self.gold_rate > 0
 
     def _start_drawing(self, renderer: ClipRenderer) -> None:
         self.renderer = renderer
@@ -139,5 +141,5 @@ class WebQuerent(Querent):
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
         # A checkpoint from before lazy drawing, or before gold queries.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "asks_gold": False, **state})
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

@@ -218,10 +218,9 @@ class QueryStore:
                 wanted: int | np.ndarray, instructions: str, drawn: bool = True,
                 gold: np.ndarray | None = None) -> None:
         """Add queries, each wanting ``wanted`` answers (one number, or one per query) and asking people
-        ``instructions`` (kept once
-        however many queries share them). With ``drawn``, their clips are already written under ``media/``; else
-        nobody is handed them until :meth:`mark_drawn`. ``gold`` holds the known label of each gold query, NaN
-        for the others."""
+        ``instructions`` (kept once however many queries share them). With ``drawn``, their clips are already
+        written under ``media/``; else nobody is handed them until :meth:`mark_drawn`. ``gold`` holds the known
+        label of each gold query, NaN for the others."""
         now = time.time()
         gold = np.full(len(ids), np.nan) if gold is None else gold
         known = [None if math.isnan(g) else float(g) for g in gold]
