@@ -13,13 +13,15 @@ from rlhp.errors import ArgumentError, DataError
 from rlhp.feedback import Querent
 from rlhp.human.clips import ClipRenderer
 from rlhp.human.prefetch import ClipPrefetcher, DrawOnPublish
-from rlhp.human.store import QueryStore
+from rlhp.human.store import QueryStore, clip_ids, clip_media
 from rlhp.runs import RunFolder
 
 INSTRUCTION_FILES = (".md", ".markdown", ".txt")
 """Endings that make ``instructions`` a file to read rather than the text itself."""
 GOLDEN = (5**0.5 - 1) / 2
 """The golden ratio's fractional part: ``id * GOLDEN mod 1`` spreads evenly over [0, 1) for consecutive ids."""
+MODES = ("pairs", "rank")
+"""What people are asked: which of two clips is better, or where a new clip goes in a ranking."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
 
@@ -65,6 +67,11 @@ class WebQuerent(Querent):
     """Renders each query's two clips into the run's ``media/`` and publishes the query in its
     ``queries.sqlite``, where the annotation server finds it.
 
+    In ``rank`` mode (:mod:`rlhp.human.ranking`) both clips of each pair are placed in one ranking instead, by
+    binary insertion: each comparison shows a new clip beside a ranked one, a clip finds its place in about
+    ``log2(groups)`` of them, and the ranking implies a label against every other ranked clip. Its clips are drawn
+    as they are published (never lazily), and it asks no gold queries, one person per comparison.
+
     Args:
         env: the run's env (its frames are drawn again from the fragments' observations).
         run_dir: the run folder.
@@ -83,14 +90,24 @@ class WebQuerent(Querent):
             API); they are labelled and trained on as the others are.
         gold_labels: different people asked for each gold query, so that every person meets some (at most the
             number of people labelling: a gold query waits for as many).
+        mode: ``pairs``, each query a pair to judge; or ``rank``, each query's clips placed in a ranking.
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
-                 gold_labels: int = 2) -> None:
+                 gold_labels: int = 2, mode: str = "pairs") -> None:
         super().__init__()
+        if mode not in MODES:
+            raise ArgumentError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode == "rank" and gold_rate > 0:
+            raise ArgumentError("gold_rate", "gold queries are pairs, and mode=rank asks none: set gold_rate=0, or "
+                                "mode=pairs")
+        if mode == "rank" and labels_per_query > 1:
+            raise ArgumentError("labels_per_query", "mode=rank asks one person per comparison (each answer leads "
+                                "to the next): set labels_per_query=1, or mode=pairs")
+        self.mode = mode
         ArgumentError.check_share("gold_rate", gold_rate)
         ArgumentError.check_count("gold_labels", gold_labels)
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
@@ -117,7 +134,9 @@ class WebQuerent(Querent):
             if renderer.drawer.slow else DrawOnPublish(renderer, self.run.media_dir)
 
     def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
-        """Render, store and publish the queries; return their ids."""
+        """Render, store and publish the queries (in ``rank`` mode: their clips, to be placed); return their ids."""
+        if self.mode == "rank":
+            return self._rank(pairs, round_)
         # After a resume the store may hold queries published after the checkpoint: never reuse their ids.
         self.next_id = max(self.next_id, self.store.max_id() + 1)
         ids = super().__call__(pairs, round_)
@@ -130,6 +149,15 @@ class WebQuerent(Querent):
         self.drawing.published()
         return ids
 
+    def _rank(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
+        """Draw both clips of each pair now and publish them to be placed in the ranking."""
+        self.next_id = max(self.next_id, self.store.max_source() + 1)  # as in pairs mode, after a resume
+        ids = super().__call__(pairs, round_)
+        names = [(clip_media(int(left)), clip_media(int(right))) for left, right in clip_ids(ids)]
+        self.renderer.write(pairs, names, self.run.media_dir)
+        self.store.publish_clips(ids, round_, pairs, self.instructions)
+        return ids
+
     def __getstate__(self) -> dict[str, Any]:
         # The renderer holds a live env; a checkpoint keeps what builds it again.
         state = dict(self.__dict__)
@@ -140,6 +168,6 @@ class WebQuerent(Querent):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
-        # A checkpoint from before lazy drawing, or before gold queries.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, **state})
+        # A checkpoint from before lazy drawing, gold queries or ranking.
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "mode": "pairs", **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

@@ -9,6 +9,12 @@ A query's ``state``: ``pending`` (it wants more answers), ``answered`` (it has `
 the trainer has not taken it yet), ``taken`` (its label is in the trainer's dataset, since round
 ``taken_round``) or ``expired`` (the trainer dropped it unanswered).
 
+In ranking mode (:mod:`rlhp.human.ranking`) the published unit is a *clip* to place in the run's ranking, not a
+pair: a query of kind ``step`` compares it with a clip already ranked, and the answer leads to the next step or
+places it; once placed, one query of kind ``implied`` per other ranked clip carries the label the ranking implies
+(state ``answered`` at once, taken like an answered pair). Steps end ``done``: their labels reach training as implied
+pairs. A clip's steps and implied pairs name the clips they show (``clip``, ``versus``) instead of holding a pair.
+
 A *gold* query's answer is known (``gold``: the label a teacher gives it): people's answers to gold queries
 measure them. A person the trainer *leaves out* (``left_out``) is handed no more queries, and their answers count
 nowhere: not towards a query's wanted answers, not in its label.
@@ -30,13 +36,14 @@ import numpy as np
 
 from rlhp.data.pairs import FragmentPairs
 from rlhp.errors import DataError, RlhpError
+from rlhp.human.ranking import Compare, Join, next_step
 
 CHOICES = {"left": 1.0, "right": 0.0, "equal": 0.5, "cant_tell": math.nan}
 """An answer and its label: the probability that the *left* (first) clip is better; NaN is "can't tell"."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     round INTEGER NOT NULL,
     left_clip TEXT NOT NULL,
     right_clip TEXT NOT NULL,
@@ -47,7 +54,31 @@ CREATE TABLE IF NOT EXISTS queries (
     pair BLOB NOT NULL,
     instructions INTEGER REFERENCES instructions (id),
     drawn INTEGER NOT NULL DEFAULT 1,
-    gold REAL
+    gold REAL,
+    kind TEXT NOT NULL DEFAULT 'pair',
+    clip INTEGER REFERENCES clips (id),
+    versus INTEGER REFERENCES clips (id),
+    pivot INTEGER,
+    implied REAL
+);
+CREATE TABLE IF NOT EXISTS sources (
+    id INTEGER PRIMARY KEY,
+    pair BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS clips (
+    id INTEGER PRIMARY KEY,
+    source INTEGER NOT NULL REFERENCES sources (id),
+    side INTEGER NOT NULL,
+    media TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'placing',
+    grp INTEGER REFERENCES groups (id),
+    placed_by TEXT,
+    placed_at REAL
+);
+CREATE TABLE IF NOT EXISTS groups (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    position INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS instructions (
     id INTEGER PRIMARY KEY,
@@ -88,7 +119,8 @@ _WANTS_MORE = (f"{_ANSWERS_OF_Q} + (SELECT count(*) FROM leases l WHERE l.query_
 """SQL: query ``q`` wants more answers than it has answers and live leases that count (``:now``: the time)."""
 
 _ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1",
-                  "gold": "REAL"}
+                  "gold": "REAL", "kind": "TEXT NOT NULL DEFAULT 'pair'", "clip": "INTEGER REFERENCES clips (id)",
+                  "versus": "INTEGER REFERENCES clips (id)", "pivot": "INTEGER", "implied": "REAL"}
 """Columns of ``queries`` that a store made before them lacks, and how they are added to it."""
 
 _INSTRUCTIONS = "coalesce((SELECT text FROM instructions i WHERE i.id = q.instructions), '')"
@@ -111,13 +143,15 @@ class UnknownQuery(QueryError):
 @dataclass(frozen=True)
 class Query:
     """One query as a person sees it: its id, the file names of its two clips under ``media/``, when its lease
-    ends and what people were asked to judge (empty: nothing beyond "which does the task better?")."""
+    ends, what people were asked to judge (empty: nothing beyond "which does the task better?") and whether it
+    places the left clip in the ranking (a ``step``: the right one is ranked already)."""
 
     id: int
     left_clip: str
     right_clip: str
     lease_expires: float
     instructions: str
+    placing: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,6 +177,17 @@ class Taken:
     labels: np.ndarray
     annotators: list[str]
     times: np.ndarray
+
+
+def clip_ids(sources: np.ndarray) -> np.ndarray:
+    """The ids of the two clips cut from each published pair ``sources``, (pairs, 2): source ``s`` gives ``2s`` and
+    ``2s + 1``, so the querent names their files before the store has them."""
+    return 2 * np.asarray(sources, np.int64)[:, None] + np.arange(2)
+
+
+def clip_media(clip: int) -> str:
+    """The file name of a ranking clip under ``media/``."""
+    return f"clip{clip:06d}.mp4"
 
 
 def pair_to_blob(pairs: FragmentPairs, i: int) -> bytes:
@@ -226,12 +271,75 @@ class QueryStore:
         known = [None if math.isnan(g) else float(g) for g in gold]
         wanted = np.broadcast_to(wanted, len(ids))
         with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
-            told = db.execute("SELECT id FROM instructions WHERE text = ?", (instructions,)).fetchone()[0]
+            told = self._instructions_id(db, instructions)
             rows = [(int(q), round_, left, right, int(w), now, pair_to_blob(pairs, i), told, int(drawn), g)
                     for i, (q, (left, right), w, g) in enumerate(zip(ids, clips, wanted, known, strict=True))]
             db.executemany("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair, "
                            "instructions, drawn, gold) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def publish_clips(self, sources: np.ndarray, round_: int, pairs: FragmentPairs, instructions: str) -> None:
+        """Add both clips of each pair (published as ``sources``, their files drawn under ``media/`` as
+        :func:`clip_media` names them) to be placed in the ranking: the first clip ever ranked opens it, each other
+        gets its first comparison (people place them in any order)."""
+        now = time.time()
+        with self._transaction() as db:
+            told = self._instructions_id(db, instructions)
+            db.executemany("INSERT INTO sources (id, pair) VALUES (?, ?)",
+                           [(int(q), pair_to_blob(pairs, i)) for i, q in enumerate(sources)])
+            clips = clip_ids(sources).ravel()
+            db.executemany("INSERT INTO clips (id, source, side, media, round) VALUES (?, ?, ?, ?, ?)",
+                           [(int(c), int(c) // 2, int(c) % 2, clip_media(int(c)), round_) for c in clips])
+            for clip in clips:
+                self._advance(db, int(clip), "", now, told)
+
+    @staticmethod
+    def _instructions_id(db: sqlite3.Connection, instructions: str) -> int:
+        db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
+        return db.execute("SELECT id FROM instructions WHERE text = ?", (instructions,)).fetchone()[0]
+
+    def _advance(self, db: sqlite3.Connection, clip: int, annotator: str, now: float, told: int | None = None) -> None:
+        """Ask a clip's next comparison, or place it where its answers lead (:func:`next_step`)."""
+        order = [row[0] for row in db.execute("SELECT id FROM groups ORDER BY position")]
+        answers = db.execute(f"SELECT q.pivot, a.label FROM queries q JOIN answers a ON a.query_id = q.id WHERE "
+                             f"q.kind = 'step' AND q.clip = ? AND a.label IS NOT NULL AND a.{_COUNTED}",
+                             (clip,)).fetchall()
+        if told is None:  # the instructions of the clip's first comparison
+            told = db.execute("SELECT instructions FROM queries WHERE kind = 'step' AND clip = ? ORDER BY id LIMIT 1",
+                              (clip,)).fetchone()[0]
+        step = next_step(order, answers)
+        media, round_ = db.execute("SELECT media, round FROM clips WHERE id = ?", (clip,)).fetchone()
+        if isinstance(step, Compare):
+            versus, shown = db.execute("SELECT id, media FROM clips WHERE grp = ? ORDER BY id LIMIT 1",
+                                       (step.group,)).fetchone()
+            db.execute("INSERT INTO queries (round, left_clip, right_clip, wanted, created, pair, instructions, kind, "
+                       "clip, versus, pivot) VALUES (?, ?, ?, 1, ?, x'', ?, 'step', ?, ?, ?)",
+                       (round_, media, shown, now, told, clip, versus, step.group))
+            return
+        if isinstance(step, Join):
+            group = step.group
+        else:
+            db.execute("UPDATE groups SET position = position + 1 WHERE position >= ?", (step.position,))
+            group = db.execute("INSERT INTO groups (position) VALUES (?)", (step.position,)).lastrowid
+        db.execute("UPDATE clips SET state = 'ranked', grp = ?, placed_by = ?, placed_at = ? WHERE id = ?",
+                   (group, annotator, now, clip))
+        # One implied label against every other ranked clip: 1 when this clip's group ranks higher.
+        db.execute(
+            "INSERT INTO queries (round, left_clip, right_clip, wanted, created, pair, instructions, state, kind, "
+            "clip, versus, implied) SELECT n.round, n.media, o.media, 0, :now, x'', :told, 'answered', 'implied', "
+            "n.id, o.id, CASE WHEN gn.position > go.position THEN 1.0 WHEN gn.position < go.position THEN 0.0 "
+            "ELSE 0.5 END FROM clips n JOIN groups gn ON gn.id = n.grp, clips o JOIN groups go ON go.id = o.grp "
+            "WHERE n.id = :clip AND o.id != :clip AND o.state = 'ranked' ORDER BY o.id",
+            {"now": now, "told": told, "clip": clip})
+
+    def ranking(self) -> list[list[str]]:
+        """The ranked clips' files under ``media/`` by group, worst first (the clips of a group are equally good)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT g.id, c.media FROM groups g JOIN clips c ON c.grp = g.id "
+                              "ORDER BY g.position, c.id").fetchall()
+        groups: dict[int, list[str]] = {}
+        for group, media in rows:
+            groups.setdefault(group, []).append(media)
+        return list(groups.values())
 
     def to_draw(self, ahead: int) -> tuple[int, str, str] | None:
         """The query whose clips to draw next, the newest undrawn (people are handed the newest first), while
@@ -261,12 +369,30 @@ class QueryStore:
             rows = db.execute("SELECT id FROM queries WHERE state IN ('pending', 'answered') ORDER BY id").fetchall()
         return np.array([r[0] for r in rows], np.int64)
 
-    def pairs(self, ids: np.ndarray) -> FragmentPairs:
-        """The fragment pairs of queries ``ids``, in that order."""
+    def max_source(self) -> int:
+        """The largest id of a pair published for ranking, -1 when there is none."""
         with self._connect() as db:
-            blobs = dict(db.execute(f"SELECT id, pair FROM queries WHERE id IN ({','.join('?' * len(ids))})",
-                                    [int(i) for i in ids]).fetchall())
-        return pairs_from_blobs([blobs[int(i)] for i in ids])
+            return db.execute("SELECT coalesce(max(id), -1) FROM sources").fetchone()[0]
+
+    def pairs(self, ids: np.ndarray) -> FragmentPairs:
+        """The fragment pairs of queries ``ids``, in that order (a ranking query's from the clips it names)."""
+        keys = [int(i) for i in ids]
+        with self._connect() as db:
+            rows = {r[0]: r[1:] for r in db.execute(
+                f"SELECT id, pair, clip, versus FROM queries WHERE id IN ({','.join('?' * len(keys))})", keys)}
+            named = sorted({c for i in keys if rows[i][1] is not None for c in rows[i][1:]})
+            clips = {r[0]: r[1:] for r in db.execute(
+                f"SELECT c.id, c.source, c.side, s.pair FROM clips c JOIN sources s ON s.id = c.source WHERE c.id IN "
+                f"({','.join('?' * len(named))})", named)} if named else {}
+        stored = [i for i in keys if rows[i][1] is None]
+        refs = [i for i in keys if rows[i][1] is not None]
+        parts = []
+        if stored:
+            parts.append(pairs_from_blobs([rows[i][0] for i in stored]))
+        if refs:
+            parts.append(_clip_pairs([rows[i][1:] for i in refs], clips))
+        order = {q: n for n, q in enumerate(stored + refs)}
+        return FragmentPairs.concat(parts)[np.array([order[i] for i in keys], np.int64)]
 
     def count_answered(self) -> tuple[int, int]:
         """(answered and not yet taken, still pending) queries."""
@@ -275,7 +401,8 @@ class QueryStore:
         return counts.get("answered", 0), counts.get("pending", 0)
 
     def take(self, ids: np.ndarray, round_: int) -> Taken:
-        """Mark the answered ones of ``ids`` as taken in ``round_`` and return their labels."""
+        """Mark the answered ones of ``ids`` as taken in ``round_`` and return their labels (an implied pair's is the
+        ranking's, by whoever placed its newer clip, when they did)."""
         with self._transaction() as db:
             db.execute("CREATE TEMP TABLE IF NOT EXISTS asked (id INTEGER PRIMARY KEY)")
             db.execute("DELETE FROM asked")
@@ -283,7 +410,9 @@ class QueryStore:
             rows = db.execute(
                 "SELECT q.id, avg(a.label), group_concat(a.annotator, ','), max(a.answered_at) FROM queries q "
                 f"JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' AND "
-                f"a.{_COUNTED} GROUP BY q.id").fetchall()
+                f"a.{_COUNTED} GROUP BY q.id UNION ALL SELECT q.id, q.implied, c.placed_by, c.placed_at FROM queries q "
+                "JOIN asked USING (id) JOIN clips c ON c.id = q.clip WHERE q.state = 'answered' AND q.kind = 'implied'"
+            ).fetchall()
             db.execute("UPDATE queries SET state = 'taken', taken_round = ? WHERE state = 'answered' "
                        "AND id IN (SELECT id FROM asked)", (round_,))
         found = {r[0]: r for r in rows}
@@ -300,6 +429,7 @@ class QueryStore:
                 "UPDATE queries SET state = 'expired' WHERE id IN (SELECT id FROM queries q WHERE state = 'pending' "
                 "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id) ORDER BY id DESC LIMIT -1 "
                 "OFFSET ?)", (keep,))
+            _drop_stalled(db)
             return cursor.rowcount
 
     def withdraw(self, ids: np.ndarray) -> None:
@@ -307,6 +437,7 @@ class QueryStore:
         with self._transaction() as db:
             db.executemany("UPDATE queries SET state = 'expired' WHERE id = ? AND state = 'pending' AND NOT EXISTS "
                            "(SELECT 1 FROM answers a WHERE a.query_id = queries.id)", [(int(q),) for q in ids])
+            _drop_stalled(db)
 
     def untake(self, from_round: int) -> None:
         """Give back the labels taken in rounds ``from_round`` and later (a resumed run takes them again)."""
@@ -326,21 +457,22 @@ class QueryStore:
                 return None
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
-                f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS} FROM queries q WHERE state = 'pending' "
-                "AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND a.annotator = :who) "
-                "AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND l.annotator = :who "
-                f"AND l.expires > :now) AND {_WANTS_MORE} ORDER BY gold IS NOT NULL DESC, id DESC LIMIT 1",
+                f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS}, kind = 'step' FROM queries q WHERE "
+                "state = 'pending' AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND "
+                "a.annotator = :who) AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND "
+                f"l.annotator = :who AND l.expires > :now) AND {_WANTS_MORE} ORDER BY gold IS NOT NULL DESC, id DESC "
+                "LIMIT 1",
                 {"who": annotator, "now": now}).fetchone()
             if row is None:
                 return None
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
-        return Query(row[0], row[1], row[2], now + lease_s, row[3])
+        return Query(row[0], row[1], row[2], now + lease_s, row[3], bool(row[4]))
 
     def answer(self, query_id: int, annotator: str, choice: str) -> int:
         """Record an answer to a query leased to this annotator; return how many answers they have given."""
         now = time.time()
         with self._transaction() as db:
-            row = db.execute("SELECT state, wanted FROM queries WHERE id = ?", (query_id,)).fetchone()
+            row = db.execute("SELECT state, wanted, kind, clip FROM queries WHERE id = ?", (query_id,)).fetchone()
             if row is None:
                 raise UnknownQuery(f"no query has id {query_id}")
             if db.execute("SELECT 1 FROM answers WHERE query_id = ? AND annotator = ?",
@@ -358,35 +490,45 @@ class QueryStore:
                        (query_id, annotator, choice, _label(choice), now))
             db.execute(f"UPDATE queries AS q SET state = 'answered' WHERE q.id = ? AND {_ANSWERS_OF_Q} >= q.wanted",
                        (query_id,))
+            if row[2] == "step":  # its label reaches training as implied pairs, once the clip is placed
+                db.execute("UPDATE queries SET state = 'done' WHERE id = ?", (query_id,))
+                if _label(choice) is None:  # can't tell: the clip is placed nowhere
+                    db.execute("UPDATE clips SET state = 'dropped' WHERE id = ?", (row[3],))
+                else:
+                    self._advance(db, row[3], annotator, now)
             return db.execute("SELECT count(*) FROM answers WHERE annotator = ?", (annotator,)).fetchone()[0]
 
     def undo(self, annotator: str, lease_s: float) -> Query:
         """Withdraw this annotator's last answer and lease its query to them again."""
         now = time.time()
         with self._transaction() as db:
-            row = db.execute(f"SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip, {_INSTRUCTIONS} FROM answers a "
-                             "JOIN queries q ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq DESC LIMIT 1",
-                             (annotator,)).fetchone()
+            row = db.execute(f"SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip, {_INSTRUCTIONS}, q.kind, q.clip "
+                             "FROM answers a JOIN queries q ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq "
+                             "DESC LIMIT 1", (annotator,)).fetchone()
             if row is None:
                 raise QueryError(f"{annotator!r} has no answer to undo")
-            seq, query_id, state, left, right, instructions = row
-            if state not in ("pending", "answered"):
+            seq, query_id, state, left, right, instructions, kind, clip = row
+            if kind == "step":
+                _unplace(db, query_id, clip)
+            elif state not in ("pending", "answered"):
                 raise QueryError(f"query {query_id} is {state}: its label is already "
                                  f"{'in training' if state == 'taken' else 'dropped'} and cannot be undone")
             db.execute("DELETE FROM answers WHERE seq = ?", (seq,))
             db.execute("UPDATE queries SET state = 'pending' WHERE id = ?", (query_id,))
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (query_id, annotator, now + lease_s))
-        return Query(query_id, left, right, now + lease_s, instructions)
+        return Query(query_id, left, right, now + lease_s, instructions, kind == "step")
 
     def status(self) -> dict:
-        """Queries by state, answers per annotator, agreement where a query has several labels, and each
-        annotator's figures (:meth:`team`)."""
+        """Queries by state, answers per annotator, agreement where a query has several labels, each annotator's
+        figures (:meth:`team`), and in ranking mode the clips ranked and their groups."""
         with self._connect() as db:
             states = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
             people = dict(db.execute("SELECT annotator, count(*) FROM answers GROUP BY annotator").fetchall())
             multi = db.execute("SELECT count(*), coalesce(sum(min_label = max_label), 0) FROM (SELECT "
                                "min(label) AS min_label, max(label) AS max_label FROM answers WHERE label IS NOT NULL "
                                "GROUP BY query_id HAVING count(*) > 1)").fetchone()
+            ranked, groups = db.execute("SELECT count(*), count(DISTINCT grp) FROM clips WHERE state = 'ranked'"
+                                        ).fetchone()
         return {
             "pending": states.get("pending", 0),
             "answered": states.get("answered", 0) + states.get("taken", 0),
@@ -397,6 +539,8 @@ class QueryStore:
             "multi_labelled": multi[0],
             "agreement": multi[1] / multi[0] if multi[0] else None,
             "team": {name: asdict(person) for name, person in self.team().items()},
+            "ranked_clips": ranked,
+            "ranking_groups": groups,
         }
 
     def team(self) -> dict[str, Person]:
@@ -440,6 +584,46 @@ class QueryStore:
         with self._connect() as db:
             return db.execute("SELECT query_id, annotator, choice, label, answered_at FROM answers "
                               "ORDER BY seq").fetchall()
+
+
+def _unplace(db: sqlite3.Connection, step: int, clip: int) -> None:
+    """Take back what comparison ``step`` of ``clip`` led to: the clip's next comparison, or its place in the
+    ranking with every pair it implied; refused when someone answered a later comparison of the clip, or when one of
+    those pairs is in training."""
+    if db.execute("SELECT 1 FROM queries q JOIN answers a ON a.query_id = q.id WHERE q.kind = 'step' AND q.clip = ? "
+                  "AND q.id > ?", (clip, step)).fetchone():
+        raise QueryError(f"query {step}'s clip has been compared again since, by someone else: the answer stands")
+    implied = "kind = 'implied' AND (clip = :clip OR versus = :clip)"
+    if db.execute(f"SELECT 1 FROM queries WHERE {implied} AND state = 'taken'", {"clip": clip}).fetchone():
+        raise QueryError(f"query {step} placed its clip in the ranking, and the labels that implies are already in "
+                         "training: it cannot be undone")
+    later = "SELECT id FROM queries WHERE kind = 'step' AND clip = :clip AND id > :step"
+    db.execute(f"DELETE FROM leases WHERE query_id IN ({later})", {"clip": clip, "step": step})
+    db.execute(f"DELETE FROM queries WHERE id IN ({later})", {"clip": clip, "step": step})
+    db.execute(f"DELETE FROM queries WHERE {implied}", {"clip": clip})
+    group = db.execute("SELECT grp FROM clips WHERE id = ?", (clip,)).fetchone()[0]
+    db.execute("UPDATE clips SET state = 'placing', grp = NULL, placed_by = NULL, placed_at = NULL WHERE id = ?",
+               (clip,))
+    if group is not None and not db.execute("SELECT 1 FROM clips WHERE grp = ?", (group,)).fetchone():
+        position = db.execute("DELETE FROM groups WHERE id = ? RETURNING position", (group,)).fetchone()[0]
+        db.execute("UPDATE groups SET position = position - 1 WHERE position > ?", (position,))
+
+
+def _drop_stalled(db: sqlite3.Connection) -> None:
+    """Clips being placed whose comparison expired are placed nowhere: nobody is asked about them again."""
+    db.execute("UPDATE clips SET state = 'dropped' WHERE state = 'placing' AND NOT EXISTS (SELECT 1 FROM queries q "
+               "WHERE q.kind = 'step' AND q.clip = clips.id AND q.state = 'pending')")
+
+
+def _clip_pairs(shown: list[tuple[int, int]], clips: dict[int, tuple[int, int, bytes]]) -> FragmentPairs:
+    """The pairs of (left clip, right clip) ``shown``, cut from the pairs their clips came from (``clips``: id to
+    source, side and the source's blob), each source read once."""
+    blobs = {source: blob for source, _, blob in clips.values()}
+    loaded = pairs_from_blobs(list(blobs.values()))
+    row = {source: n for n, source in enumerate(blobs)}
+    at = np.array([[(row[clips[c][0]], clips[c][1]) for c in pair] for pair in shown], np.int64)  # (pairs, 2, 2)
+    return FragmentPairs.from_columns({k: v[at[..., 0], at[..., 1]] for k, v in loaded.columns().items()},
+                                      loaded.frame_stack)
 
 
 def _label(choice: str) -> float | None:

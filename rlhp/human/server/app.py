@@ -39,8 +39,9 @@ Choice = Literal["left", "right", "equal", "cant_tell"]
 
 
 class ClipPair(BaseModel):
-    """A query handed to an annotator: its clips' URLs, when the lease on it ends, and what to judge (the
-    run's instructions as given, Markdown, and as HTML; empty when it gave none)."""
+    """A query handed to an annotator: its clips' URLs, when the lease on it ends, what to judge (the run's
+    instructions as given, Markdown, and as HTML; empty when it gave none), and whether it places the left clip in
+    the run's ranking (``querent.mode=rank``: the right one is ranked already)."""
 
     query_id: int
     left: str
@@ -48,6 +49,7 @@ class ClipPair(BaseModel):
     lease_expires: float
     instructions: str
     instructions_html: str
+    placing: bool = False
 
 
 @lru_cache(maxsize=16)
@@ -86,8 +88,8 @@ class UndoIn(BaseModel):
 
 
 class Status(BaseModel):
-    """Queries by state, answers per annotator, agreement on queries labelled by several people, and each
-    annotator's figures."""
+    """Queries by state, answers per annotator, agreement on queries labelled by several people, each
+    annotator's figures, and the clips ranked and their groups (``querent.mode=rank``; equal clips share one)."""
 
     pending: int
     answered: int
@@ -98,6 +100,8 @@ class Status(BaseModel):
     multi_labelled: int
     agreement: float | None
     team: dict[str, Person]
+    ranked_clips: int
+    ranking_groups: int
 
 
 class _Guard(BaseHTTPMiddleware):
@@ -153,7 +157,7 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     def clip_pair(query: StoredQuery) -> ClipPair:
         return ClipPair(query_id=query.id, left=f"media/{query.left_clip}", right=f"media/{query.right_clip}",
                         lease_expires=query.lease_expires, instructions=query.instructions,
-                        instructions_html=to_html(query.instructions))
+                        instructions_html=to_html(query.instructions), placing=query.placing)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from rlhp.human.store import pairs_from_blobs
+from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
@@ -27,6 +26,7 @@ class ScriptedAnnotator:
     def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0,
                  random_rate: float = 0.0, flip_rate: float = 0.0, seed: int = 0) -> None:
         self.run, self.name, self.url, self.pause_s = RunFolder(run_dir), name, url, pause_s
+        self.store = QueryStore(self.run.queries_db)
         self.random_rate, self.flip_rate, self.rng = random_rate, flip_rate, np.random.default_rng(seed)
         self.answered = 0
         self.stop = threading.Event()
@@ -62,9 +62,7 @@ class ScriptedAnnotator:
         return "left" if (first > second) != (self.rng.random() < self.flip_rate) else "right"
 
     def _returns(self, query_id: int) -> np.ndarray:
-        with sqlite3.connect(self.run.queries_db) as db:
-            blob = db.execute("SELECT pair FROM queries WHERE id = ?", (query_id,)).fetchone()[0]
-        return pairs_from_blobs([blob]).rews[0].sum(axis=-1)
+        return self.store.pairs(np.array([query_id])).rews[0].sum(axis=-1)
 
     def __enter__(self) -> ScriptedAnnotator:
         self.thread.start()

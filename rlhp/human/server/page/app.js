@@ -69,6 +69,9 @@ function show(next, since) {
   }
   $("message").textContent = "";
   showInstructions(next.query);
+  // Placing a clip in the ranking: the left one is new, the right one ranked already.
+  $("left-caption").textContent = next.query.placing ? "New clip" : "Left";
+  $("right-caption").textContent = next.query.placing ? "Ranked clip" : "Right";
   $("left").append(next.left);
   $("right").append(next.right);
   const playing = (v) => new Promise((ok) => v.addEventListener("playing", ok, { once: true }));
@@ -100,10 +103,10 @@ async function answer(label) {
   const since = performance.now();
   const done = current;
   current = null;
-  // Show the preloaded pair first, then tell the server: the person never waits on the network.
+  // Show the preloaded pair first, then tell the server: the person never waits on the network. The one
+  // after is leased once the answer is in, since in a ranking an answer makes the clip's next comparison.
   const next = await upcoming;
   show(next, since);
-  prefetch();
   try {
     const out = await api("api/answers", { query_id: done.query.query_id, annotator: name, label });
     labelled = out.labelled;
@@ -113,8 +116,12 @@ async function answer(label) {
     rlhp.errors.push(err.message);
     $("message").textContent = `Not recorded: ${err.message}`;
   }
+  prefetch();
   updateStats();
-  if (!next) waitForQueries();
+  if (!next) {
+    const after = await upcoming;
+    if (after && !current) { show(after, since); prefetch(); } else if (!after) waitForQueries();
+  }
 }
 
 async function undo() {
@@ -123,7 +130,11 @@ async function undo() {
     labelled = Math.max(0, labelled - 1);
     answerTimes.pop();
     rlhp.sent.push({ query_id: query.query_id, label: "undo" });
-    if (current) upcoming = Promise.resolve(current); // shown again after the undone one
+    // The one shown comes back after the undone one, unless it was the comparison that answer led to (the
+    // same new clip): the server took that back with it.
+    if (current && !(query.placing && current.query.placing && current.query.left === query.left)) {
+      upcoming = Promise.resolve(current);
+    } else prefetch();
     show(slot(query), undefined);
     updateStats();
   } catch (err) {
@@ -173,6 +184,9 @@ function showTeam(status) {
 
 function refresh(status) {
   $("pending").textContent = status.pending;
+  $("ranked").textContent = status.ranked_clips;
+  $("groups").textContent = status.ranking_groups;
+  $("ranking").hidden = !status.ranked_clips;
   showTeam(status);
   updateStats();
 }
