@@ -18,6 +18,7 @@ import argparse
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import datasets
@@ -43,22 +44,24 @@ def teams(gold_rate: float, min_accuracy: float, min_answers: int) -> dict[str, 
                                                          f"gatherer.min_gold_answers={min_answers}"])}
 
 
+def run_labelled(folder: Path, overrides: list[str], people: list[ScriptedAnnotator], seed: int) -> Run:
+    """``rlhp-train`` with people (``gatherer=human``) answered by ``people`` over HTTP (reused when finished)."""
+    if not (folder / "eval.json").is_file():
+        with ExitStack() as stack:
+            for person in people:
+                stack.enter_context(person)
+            subprocess.run([str(BIN / "rlhp-train"), *overrides, "gatherer=human", "querent=web", "gatherer.port=0",
+                            "logger=none", f"seed={seed}", f"hydra.run.dir={folder}"], check=True,
+                           stdout=subprocess.DEVNULL)
+    return find_runs(folder)[0]
+
+
 def run_team(folder: Path, overrides: list[str], with_random: bool, pause_s: float, seed: int) -> Run:
     """One run labelled by the team (reused when finished)."""
-    if not (folder / "eval.json").is_file():
-        people = [ScriptedAnnotator(folder, f"honest-{i}", pause_s=pause_s, seed=seed) for i in range(2)]
-        if with_random:
-            people.append(ScriptedAnnotator(folder, RANDOM, pause_s=pause_s, random_rate=1.0, seed=seed + 100))
-        for person in people:
-            person.__enter__()
-        try:
-            subprocess.run([str(BIN / "rlhp-train"), *overrides, "gatherer=human", "querent=web", "gatherer.port=0",
-                            "logger=none",
-                            f"seed={seed}", f"hydra.run.dir={folder}"], check=True, stdout=subprocess.DEVNULL)
-        finally:
-            for person in people:
-                person.__exit__()
-    return find_runs(folder)[0]
+    people = [ScriptedAnnotator(folder, f"honest-{i}", pause_s=pause_s, seed=seed) for i in range(2)]
+    if with_random:
+        people.append(ScriptedAnnotator(folder, RANDOM, pause_s=pause_s, random_rate=1.0, seed=seed + 100))
+    return run_labelled(folder, overrides, people, seed)
 
 
 def trained_from_random(run: RunFolder) -> float:
