@@ -1,7 +1,8 @@
 """The labelling API fuzzed from its own OpenAPI schema with Schemathesis: every operation, with inputs the
 schema allows and inputs it forbids. No answer is a 5xx, every refusal is a 4xx with a JSON ``detail``,
 answers that succeed match the schema, and a refused request leaves at most a line in the log, never a
-traceback. (Schemathesis' pytest plugin does not run under pytest 9; its strategies do, through hypothesis.)"""
+traceback; over queries to judge and over clips to place in a ranking. (Schemathesis' pytest plugin does not
+run under pytest 9; its strategies do, through hypothesis.)"""
 
 from __future__ import annotations
 
@@ -9,19 +10,26 @@ import logging
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import schemathesis
+from helpers import random_pairs
 from hypothesis import HealthCheck, given, settings
 from omegaconf import OmegaConf
 from test_annotate import publish
 
 from rlhp.human.server.app import create_app
+from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
-def api_schema(folder: Path) -> schemathesis.BaseSchema:
-    """The schema of an app over a run folder with six queries, each wanting two labels."""
-    publish(folder, 6, wanted=2)
+def api_schema(folder: Path, asks: str = "pairs") -> schemathesis.BaseSchema:
+    """The schema of an app over a run folder with six queries, each wanting two labels (``asks`` pairs), or six
+    clips to place in a ranking (``asks`` rank)."""
+    if asks == "pairs":
+        publish(folder, 6, wanted=2)
+    else:
+        QueryStore(RunFolder(folder).queries_db).publish_clips(np.arange(3), 0, random_pairs(3), "")
     RunFolder(folder).write_record(OmegaConf.create({"seed": 0}), [])
     return schemathesis.openapi.from_asgi("/openapi.json", create_app(folder, lease_s=60))
 
@@ -32,11 +40,12 @@ with tempfile.TemporaryDirectory() as _tmp:
 
 @pytest.mark.parametrize("mode", [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE],
                          ids=lambda m: m.value)
+@pytest.mark.parametrize("asks", ["pairs", "rank"])
 @pytest.mark.parametrize("label", OPERATIONS)
-def test_every_operation_answers_every_input_without_a_server_error(tmp_path, label, mode, caplog):
+def test_every_operation_answers_every_input_without_a_server_error(tmp_path, label, mode, asks, caplog):
     if label == "GET /api/status" and mode == schemathesis.GenerationMode.NEGATIVE:
         pytest.skip("the status takes no input: there is nothing to make invalid")
-    operation = next(r.ok() for r in api_schema(tmp_path).get_all_operations() if r.ok().label == label)
+    operation = next(r.ok() for r in api_schema(tmp_path, asks).get_all_operations() if r.ok().label == label)
 
     @given(operation.as_strategy(generation_mode=mode))
     @settings(max_examples=60, derandomize=True, deadline=None, database=None,

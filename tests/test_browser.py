@@ -193,3 +193,36 @@ def test_the_team_view_shows_each_persons_gold_accuracy_and_tells_a_left_out_per
         left_out.wait_for_function("document.getElementById('message').textContent.includes('no longer count')")
         assert left_out.evaluate("window.rlhp.shown") is None  # handed nothing more
         browser.close()
+
+
+def test_a_person_places_clips_in_the_ranking_by_keys_undoes_one_and_a_reload_keeps_the_ranking(tmp_path):
+    from rlhp.human.store import QueryStore
+
+    pairs = random_pairs(3, length=20, obs_dim=4)
+    pairs.frames *= 0.2
+    with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, mode="rank") as url, sync_playwright() as p:
+        store = QueryStore(RunFolder(tmp_path).queries_db)
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function(BOTH_PLAYING, timeout=10_000)
+        assert page.locator("#left-caption").inner_text() == "New clip"
+        assert page.locator("#right-caption").inner_text() == "Ranked clip"
+        page.keyboard.press("ArrowLeft")
+        first = sent(page, 1)[0]
+        page.wait_for_function(f"window.rlhp.shown !== null && window.rlhp.shown !== {first['query_id']}")
+        page.keyboard.press("ArrowRight")
+        second = sent(page, 2)[1]
+        page.keyboard.press("Backspace")  # the comparison comes back, and what it led to is taken back
+        assert sent(page, 3)[2] == {"query_id": second["query_id"], "label": "undo"}
+        page.wait_for_function(f"window.rlhp.shown === {second['query_id']}")
+        page.keyboard.press("ArrowUp")  # equal: it joins the ranked clip's group
+        sent(page, 4)
+        ranked = store.status()["ranked_clips"]
+        assert ranked == 3 and page.evaluate("window.rlhp.errors") == []
+        page.reload()  # the ranking lives in the run folder: a reload shows it as it was
+        page.wait_for_function(f"document.getElementById('ranked').textContent === '{ranked}'", timeout=10_000)
+        assert page.locator("#ranking").is_visible() and page.locator("#labelled").inner_text() == "2"
+        browser.close()
+    groups = store.ranking()
+    assert sum(map(len, groups)) == 3 and max(map(len, groups)) == 2  # the equal answer made one group of two

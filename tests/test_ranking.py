@@ -1,0 +1,332 @@
+"""Ranking mode (``querent.mode=rank``): binary insertion, the store's comparisons and implied pairs, undo, expiry,
+the querent, the API and a run labelled by ranking."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import imageio.v3
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from helpers import random_pairs, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from omegaconf import OmegaConf
+from test_clips import cartpole_pairs
+
+from rlhp.errors import ArgumentError
+from rlhp.human.querent import WebQuerent
+from rlhp.human.ranking import Compare, Join, Open, next_step
+from rlhp.human.server.app import create_app
+from rlhp.human.server.scripted import ScriptedAnnotator
+from rlhp.human.store import QueryError, QueryStore
+from rlhp.runs import RunFolder
+
+
+def insert(order: list[int], value: float, values: dict[int, float]) -> tuple[list[int], int, int | None]:
+    """Place ``value`` into ``order`` (group ids, worst first; ``values`` each group's value) by asking
+    :func:`next_step`: the new order, the comparisons it took and the group it joined (None: it opened one)."""
+    answers: list[tuple[int, float]] = []
+    while True:
+        step = next_step(order, answers)
+        if isinstance(step, Compare):
+            theirs = values[step.group]
+            answers.append((step.group, 0.5 * (1 + np.sign(value - theirs))))
+        elif isinstance(step, Join):
+            return order, len(answers), step.group
+        else:
+            group = len(values)
+            values[group] = value
+            return [*order[:step.position], group, *order[step.position:]], len(answers), None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=40))
+def test_binary_insertion_sorts_with_ties_in_at_most_log2_comparisons_a_clip(values):
+    order: list[int] = []
+    groups: dict[int, float] = {}
+    for value in values:
+        before, seen = len(order), value in groups.values()
+        order, asked, joined = insert(order, value, groups)
+        assert asked <= math.ceil(math.log2(before + 1))
+        assert (joined is not None) == seen  # an equal clip joins its group, any other opens one
+    ranked = [groups[g] for g in order]
+    assert ranked == sorted(set(values))  # one group per distinct value, worst first
+
+
+def test_a_bound_from_a_group_that_is_gone_is_passed_over_and_new_groups_between_are_candidates():
+    assert next_step([], []) == Open(0)
+    assert next_step([5, 6, 7], [(6, 1.0)]) == Compare(7)
+    assert next_step([5, 6, 7], [(6, 1.0), (7, 0.0)]) == Open(2)
+    assert next_step([5, 7], [(6, 1.0)]) == Compare(7)  # 6 was emptied by an undo: the bound is looser
+    assert next_step([5, 6, 8, 7], [(6, 1.0), (7, 0.0)]) == Compare(8)  # someone opened 8 meanwhile
+    assert next_step([5, 6, 7], [(6, 1.0), (7, 0.5)]) == Join(7)
+
+
+def returns_label(pairs) -> str:
+    left, right = pairs.rews[0].sum(-1)
+    return "equal" if left == right else "left" if left > right else "right"
+
+
+def place_all(store: QueryStore, people=("alice",)) -> int:
+    """Answer every comparison from the fragments' true returns, people taking turns; return how many."""
+    asked = 0
+    while True:
+        leased = [(who, store.lease_next(who, 60)) for who in people]
+        leased = [(who, q) for who, q in leased if q is not None]
+        if not leased:
+            return asked
+        for who, query in leased:
+            assert query.placing
+            store.answer(query.id, who, returns_label(store.pairs(np.array([query.id]))))
+            asked += 1
+
+
+def ranked_store(tmp_path, n: int = 6, seed: int = 1) -> tuple[QueryStore, np.ndarray]:
+    pairs = random_pairs(n, seed=seed)
+    pairs.rews[:] = np.round(pairs.rews * 2) / 2  # ties among the fragments' returns
+    store = QueryStore(tmp_path / "queries.sqlite")
+    store.publish_clips(np.arange(n), 0, pairs, "Keep it up")
+    return store, pairs.rews.sum(-1).ravel()
+
+
+@pytest.mark.parametrize("people", [("alice",), ("alice", "bob")])
+def test_every_clip_is_placed_and_each_pair_the_ranking_implies_is_a_label_its_returns_agree_with(tmp_path, people):
+    store, returns = ranked_store(tmp_path)
+    asked = place_all(store, people)
+    status = store.status()
+    assert status["ranked_clips"] == 12 and status["ranking_groups"] == len(set(returns))
+    assert asked == status["answers"] < 12 * math.ceil(math.log2(13))
+    ids = store.open_ids()
+    taken = store.take(ids, 0)
+    assert taken.done.all() and len(ids) == 12 * 11 // 2  # one label for each two clips ranked
+    got = store.pairs(ids).rews.sum(-1)
+    np.testing.assert_array_equal(taken.labels, 0.5 * (1 + np.sign(got[:, 0] - got[:, 1])))
+    assert set(taken.annotators) <= set(people) | {""}  # the first clip opened the ranking with nobody asked
+    ranking = store.ranking()
+    by_clip = {f"clip{c:06d}.mp4": r for c, r in enumerate(returns)}
+    assert [sorted({by_clip[m] for m in group}) for group in ranking] == [[r] for r in sorted(set(returns))]
+    instructions = store.instructions(ids)
+    assert set(instructions) == {"Keep it up"}
+
+
+def pending_step(store: QueryStore, clip: int | None = None) -> tuple[int, int]:
+    """The (id, clip) of a comparison waiting for an answer (of ``clip``'s, when given)."""
+    with sqlite3.connect(store.path) as db:
+        return db.execute("SELECT id, clip FROM queries WHERE kind = 'step' AND state = 'pending' AND "
+                          "coalesce(clip = ?, 1) ORDER BY id DESC", (clip,)).fetchone()
+
+
+def test_undo_takes_back_the_comparison_an_answer_led_to_and_the_clip_is_placed_by_the_new_answer(tmp_path):
+    pairs = random_pairs(2, seed=0)
+    pairs.rews[:] = np.array([[[0.0], [1.0]], [[2.0], [3.0]]])  # clips 0..3 worth 0, 1, 2, 3
+    store = QueryStore(tmp_path / "queries.sqlite")
+    store.publish_clips(np.arange(2), 0, pairs, "")
+    # Clip 0 opened the ranking; 1, 2 and 3 each wait for a comparison with it.
+    first = store.lease_next("alice", 60)
+    store.answer(first.id, "alice", "right")  # the newest, clip 3, wrongly called worse than clip 0
+    assert store.status()["ranked_clips"] == 2
+    again = store.undo("alice", 60)
+    assert again.id == first.id and again.placing and store.status()["ranked_clips"] == 1
+    assert store.take(store.open_ids(), 0).done.sum() == 0  # the pair it implied is gone with it
+    store.answer(first.id, "alice", "left")
+    place_all(store)
+    assert store.ranking() == [[f"clip{c:06d}.mp4"] for c in range(4)]
+
+
+def test_undoing_a_placement_takes_back_every_pair_it_implied_and_the_ranking_closes_the_gap(tmp_path):
+    pairs = random_pairs(2, seed=0)
+    pairs.rews[:] = np.array([[[5.0], [9.0]], [[7.0], [1.0]]])  # clips 0..3 worth 5, 9, 7 and 1 a step
+    store = QueryStore(tmp_path / "queries.sqlite")
+    store.publish_clips(np.arange(2), 0, pairs, "")  # clip 0 opens the ranking
+    store.answer(store.lease_next("alice", 60).id, "alice", "right")  # clip 3 is worse than clip 0
+    store.answer(store.lease_next("bob", 60).id, "bob", "left")  # clip 2 is better
+    assert store.ranking() == [["clip000003.mp4"], ["clip000000.mp4"], ["clip000002.mp4"]]
+    again = store.undo("alice", 60)  # clip 3 leaves, with its pair against clip 0 and clip 2's against it
+    assert store.ranking() == [["clip000000.mp4"], ["clip000002.mp4"]]
+    ids = store.open_ids()
+    taken = store.take(ids, 0)
+    assert taken.labels.tolist() == [1.0] and store.pairs(ids[taken.done]).rews[..., 0].tolist() == [[7.0, 5.0]]
+    store.answer(again.id, "alice", "right")
+    place_all(store)  # clip 1, the best, placed from its return above them all
+    assert store.ranking() == [[f"clip{c:06d}.mp4"] for c in (3, 0, 2, 1)]
+
+
+def test_undo_mid_placement_withdraws_the_next_comparison_even_from_whoever_holds_it(tmp_path):
+    store, _ = ranked_store(tmp_path, n=8)
+    place_all(store)
+    pairs = random_pairs(1, seed=9)
+    pairs.rews[:] = 100.0  # better than every clip: placed after several comparisons
+    store.publish_clips(np.array([8]), 1, pairs, "")
+    step = store.lease_next("alice", 60)
+    _, clip = pending_step(store)
+    store.answer(step.id, "alice", "left")
+    follow, _ = pending_step(store, clip)
+    assert store.lease_next("bob", 60).id == follow  # the newest comparison
+    store.undo("alice", 60)
+    with pytest.raises(QueryError, match="no query"):
+        store.answer(follow, "bob", "left")  # bob's comparison was taken back: nothing is recorded
+    assert pending_step(store, clip) == (step.id, clip)
+
+
+def test_an_undo_is_refused_once_a_later_comparison_of_the_clip_or_its_implied_pairs_are_settled(tmp_path):
+    store, _ = ranked_store(tmp_path, n=8)
+    place_all(store)
+    pairs = random_pairs(1, seed=9)
+    pairs.rews[:] = 100.0
+    store.publish_clips(np.array([8]), 1, pairs, "")
+    store.answer(store.lease_next("alice", 60).id, "alice", "left")
+    store.answer(store.lease_next("bob", 60).id, "bob", "left")
+    with pytest.raises(QueryError, match="compared again since"):
+        store.undo("alice", 60)
+    place_all(store, ("bob",))
+    store.take(store.open_ids(), 1)
+    with pytest.raises(QueryError, match="already in training"):
+        store.undo("bob", 60)
+
+
+def test_cant_tell_an_expired_or_a_withdrawn_comparison_leaves_the_clip_out_of_the_ranking(tmp_path):
+    store, _ = ranked_store(tmp_path, n=3)  # clip 0 opens the ranking, five wait for a comparison
+    store.answer(store.lease_next("alice", 60).id, "alice", "cant_tell")
+    store.expire_oldest(keep=2)  # the two oldest of the four waiting expire
+    store.withdraw(np.array([pending_step(store)[0]]))
+    place_all(store)
+    with sqlite3.connect(store.path) as db:
+        states = dict(db.execute("SELECT state, count(*) FROM clips GROUP BY state").fetchall())
+    assert states == {"dropped": 4, "ranked": 2}
+    assert store.status()["ranked_clips"] == 2 and len(store.open_ids()) == 1
+
+
+def test_labels_taken_after_a_checkpoint_are_taken_again_on_resume(tmp_path):
+    store, _ = ranked_store(tmp_path, n=3)
+    place_all(store)
+    first = store.take(store.open_ids(), 4)
+    store.untake(4)
+    again = store.take(store.open_ids(), 4)
+    np.testing.assert_array_equal(first.labels, again.labels)
+
+
+def test_a_ranking_querent_draws_each_clip_once_and_refuses_what_ranking_cannot_ask(tmp_path):
+    env, pairs = cartpole_pairs(2)
+    querent = WebQuerent(env, tmp_path, width=160, mode="rank")
+    checkpoint = pickle.dumps(querent)
+    assert querent(pairs).tolist() == [0, 1]
+    for clip in range(4):
+        assert imageio.v3.imread(tmp_path / "media" / f"clip{clip:06d}.mp4").shape == (6, 106, 160, 3)
+    assert pickle.loads(checkpoint)(pairs[:1]).tolist() == [2]  # never a source id published since
+    for kwargs, key in (({"mode": "ranks"}, "mode"), ({"mode": "rank", "gold_rate": 0.2}, "gold_rate"),
+                        ({"mode": "rank", "labels_per_query": 2}, "labels_per_query")):
+        with pytest.raises(ArgumentError) as err:
+            WebQuerent(env, tmp_path, **kwargs)
+        assert err.value.argument == key
+    old = WebQuerent(env, tmp_path).__getstate__()
+    del old["mode"]
+    restored = WebQuerent.__new__(WebQuerent)
+    restored.__setstate__(old)  # a checkpoint from before ranking asks pairs
+    assert restored.mode == "pairs"
+
+
+def test_the_api_says_when_a_query_places_a_clip_and_how_far_the_ranking_has_come(tmp_path):
+    RunFolder(tmp_path).write_record(OmegaConf.create({"seed": 0}), [])
+    ranked_store(tmp_path, n=2)
+    with TestClient(create_app(tmp_path, lease_s=60)) as client:
+        query = client.get("/api/next", params={"annotator": "alice"}).json()["query"]
+        assert query["placing"] and query["right"] == "media/clip000000.mp4"
+        assert client.post("/api/answers", json={"query_id": query["query_id"], "annotator": "alice",
+                                                 "label": "equal"}).status_code == 200
+        status = client.get("/api/status").json()
+        assert (status["ranked_clips"], status["ranking_groups"]) == (2, 1)
+        assert client.post("/api/undo", json={"annotator": "alice"}).json()["placing"]
+
+
+@pytest.mark.slow
+def test_a_person_ranking_clips_over_http_teaches_cartpole_in_a_third_of_the_answers(tmp_path):
+    run_dir = tmp_path / "run"
+    with ScriptedAnnotator(run_dir, "person", pause_s=0.05) as person:
+        run_cli("rlhp-train", "experiment=cartpole_100_labels", "gatherer=human", "querent=web", "querent.mode=rank",
+                "total_comparisons=10", "gatherer.port=0", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text())["true_return_mean"] >= 475
+    status = QueryStore(RunFolder(run_dir).queries_db).status()
+    assert status["answers"] == person.answered <= 34 and status["ranked_clips"] == 20
+    assert RunFolder(run_dir).metrics()[-1]["comparisons"] == 190  # every pair of the 20 clips
+
+
+class Ranking(RuleBasedStateMachine):
+    """Three people placing clips through the API in any order, with any answers, undos, the trainer's takes and
+    expiries and new clips; after each step the ranking is whole: every clip placed at most once, one waiting
+    comparison for each clip being placed, and exactly one implied pair for each two ranked clips, its label what
+    the ranking says now."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = Path(tempfile.mkdtemp())
+        RunFolder(self.folder).write_record(OmegaConf.create({"seed": 0}), [])
+        self.store = QueryStore(RunFolder(self.folder).queries_db)
+        self.sources, self.round = 0, 0
+        self.publish()
+        self.client = TestClient(create_app(self.folder, lease_s=600))
+        self.held: list[tuple[str, int]] = []
+
+    @rule()
+    def publish(self) -> None:
+        self.store.publish_clips(np.array([self.sources]), self.round, random_pairs(1, seed=self.sources), "")
+        self.sources += 1
+
+    @rule(who=st.sampled_from(["alice", "bob", "carol"]))
+    def lease(self, who: str) -> None:
+        response = self.client.get("/api/next", params={"annotator": who})
+        assert response.status_code == 200
+        query = response.json()["query"]
+        if query is not None:
+            assert query["placing"]
+            self.held.append((who, query["query_id"]))
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data(), choice=st.sampled_from(["left", "right", "equal", "cant_tell"]))
+    def answer(self, data: st.DataObject, choice: str) -> None:
+        who, query = self.held.pop(data.draw(st.integers(0, len(self.held) - 1)))
+        response = self.client.post("/api/answers", json={"query_id": query, "annotator": who, "label": choice})
+        assert response.status_code in (200, 404, 409), response.text  # 404: an undo took it back
+
+    @rule(who=st.sampled_from(["alice", "bob", "carol"]))
+    def undo(self, who: str) -> None:
+        response = self.client.post("/api/undo", json={"annotator": who})
+        assert response.status_code in (200, 409), response.text
+        if response.status_code == 200:
+            self.held.append((who, response.json()["query_id"]))
+
+    @rule()
+    def take(self) -> None:
+        self.store.take(self.store.open_ids(), self.round)
+        self.round += 1
+
+    @rule(keep=st.integers(0, 3))
+    def expire(self, keep: int) -> None:
+        self.store.expire_oldest(keep)
+
+    @invariant()
+    def the_ranking_is_whole(self) -> None:
+        with sqlite3.connect(self.store.path) as db:
+            position = dict(db.execute("SELECT c.id, g.position FROM clips c JOIN groups g ON g.id = c.grp "
+                                       "WHERE c.state = 'ranked'"))
+            assert db.execute("SELECT count(*) FROM clips WHERE state = 'ranked'").fetchone()[0] == len(position)
+            assert sorted(set(position.values())) == list(range(len(set(position.values()))))  # no empty group
+            waiting = db.execute("SELECT c.id, count(q.id) FROM clips c LEFT JOIN queries q ON q.clip = c.id AND "
+                                 "q.kind = 'step' AND q.state = 'pending' WHERE c.state = 'placing' GROUP BY c.id")
+            assert all(n == 1 for _, n in waiting)
+            implied = db.execute("SELECT clip, versus, implied FROM queries WHERE kind = 'implied'").fetchall()
+        assert len(implied) == len({frozenset(p[:2]) for p in implied}) == len(position) * (len(position) - 1) // 2
+        for clip, versus, label in implied:
+            assert label == 0.5 * (1 + np.sign(position[clip] - position[versus]))
+
+
+Ranking.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None, database=None,
+                                     suppress_health_check=list(HealthCheck))
+test_the_ranking_stays_whole_through_any_sequence_of_answers_undos_takes_and_expiries = Ranking.TestCase
