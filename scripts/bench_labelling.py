@@ -10,10 +10,14 @@ policy's Hopper-v5 episodes with their physics states and publishes them undrawn
 thread draws them (MuJoCo through EGL) a few ahead of the person, as in a run; ``--busy`` trains SAC on
 Hopper in another process meanwhile, as the agent of a run would.
 
+``--mode rank`` publishes the pairs' clips to be placed in a ranking (``querent.mode=rank``) instead: each answer
+makes the clip's next comparison on the server, which the page leases once the answer is in.
+
 Also times the API alone (lease + answer round trips, one client) and the trainer's side (drawing and
 encoding a query's two clips).
 
-    python scripts/bench_labelling.py [--env cartpole|hopper] [--busy] [--answers 120] [--watch-ms 400] [--json]
+    python scripts/bench_labelling.py [--env cartpole|hopper] [--mode pairs|rank] [--busy] [--answers 120]
+        [--watch-ms 400] [--json]
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=120)
     parser.add_argument("--watch-ms", type=int, default=400, help="how long the 'person' watches each pair")
     parser.add_argument("--env", choices=["cartpole", "hopper"], default="cartpole")
+    parser.add_argument("--mode", choices=["pairs", "rank"], default="pairs", help="the querent's mode")
     parser.add_argument("--busy", action="store_true", help="train SAC on Hopper in another process meanwhile")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -92,7 +97,7 @@ def main() -> None:
             env, pairs = GymEnv(FIXED_HORIZON_CARTPOLE), cartpole_pairs(queries)
         run = RunFolder(tmp)
         run.write_record(OmegaConf.create({"env": {"id": env.id}}), [])  # a run folder to serve
-        querent = WebQuerent(env, tmp)
+        querent = WebQuerent(env, tmp, mode=args.mode)
         if args.busy:
             busy = subprocess.Popen([Path(sys.executable).parent / "rlhp-train", "env=gym", "env.id=Hopper-v5",
                                      "agent=sac", "reward_learning=none", "total_timesteps=10_000_000", "logger=none",
@@ -152,7 +157,7 @@ def main() -> None:
     print(f"{'measure':<40} {'n':>5} {'p50':>8} {'p95':>8} {'max':>8}")
     for name, r in results.items():
         print(f"{name:<40} {r['n']:>5} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['max']:>8.1f}")
-    print(f"\n{args.env}{', SAC training beside it' if args.busy else ''}: drawing and encoding a query's two clips "
+    print(f"\n{args.env}, mode {args.mode}{', SAC training beside it' if args.busy else ''}: drawing and encoding a query's two clips "
           f"takes {per_query:.0f} ms (mean of 10)")
     print(f"{args.answers} answers in {minutes * 60:.1f} s with {args.watch_ms} ms of watching each: "
           f"{args.answers / minutes:.0f} labels/min (target p95 < 150 ms, >= 30 labels/min)")

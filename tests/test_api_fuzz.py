@@ -1,8 +1,8 @@
 """The labelling API fuzzed from its own OpenAPI schema with Schemathesis: every operation, with inputs the
 schema allows and inputs it forbids. No answer is a 5xx, every refusal is a 4xx with a JSON ``detail``,
 answers that succeed match the schema, and a refused request leaves at most a line in the log, never a
-traceback; over queries to judge and over clips to place in a ranking. (Schemathesis' pytest plugin does not
-run under pytest 9; its strategies do, through hypothesis.)"""
+traceback; over queries to judge, clips to place in a ranking and clips to rate. (Schemathesis' pytest plugin
+does not run under pytest 9; its strategies do, through hypothesis.)"""
 
 from __future__ import annotations
 
@@ -24,12 +24,15 @@ from rlhp.runs import RunFolder
 
 
 def api_schema(folder: Path, asks: str = "pairs") -> schemathesis.BaseSchema:
-    """The schema of an app over a run folder with six queries, each wanting two labels (``asks`` pairs), or six
-    clips to place in a ranking (``asks`` rank)."""
+    """The schema of an app over a run folder with six queries, each wanting two labels (``asks`` pairs), six
+    clips to place in a ranking (``asks`` rank), or six clips to rate from 1 to 5 (``asks`` rate)."""
+    store = QueryStore(RunFolder(folder).queries_db)
     if asks == "pairs":
         publish(folder, 6, wanted=2)
+    elif asks == "rank":
+        store.publish_clips(np.arange(3), 0, random_pairs(3), "")
     else:
-        QueryStore(RunFolder(folder).queries_db).publish_clips(np.arange(3), 0, random_pairs(3), "")
+        store.publish_ratings(np.arange(3), 0, random_pairs(3), "", 5)
     RunFolder(folder).write_record(OmegaConf.create({"seed": 0}), [])
     return schemathesis.openapi.from_asgi("/openapi.json", create_app(folder, lease_s=60))
 
@@ -40,7 +43,7 @@ with tempfile.TemporaryDirectory() as _tmp:
 
 @pytest.mark.parametrize("mode", [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE],
                          ids=lambda m: m.value)
-@pytest.mark.parametrize("asks", ["pairs", "rank"])
+@pytest.mark.parametrize("asks", ["pairs", "rank", "rate"])
 @pytest.mark.parametrize("label", OPERATIONS)
 def test_every_operation_answers_every_input_without_a_server_error(tmp_path, label, mode, asks, caplog):
     if label == "GET /api/status" and mode == schemathesis.GenerationMode.NEGATIVE:
@@ -66,4 +69,5 @@ def test_every_operation_answers_every_input_without_a_server_error(tmp_path, la
 
 
 def test_the_schema_lists_every_operation_of_the_page():
-    assert sorted(OPERATIONS) == ["GET /api/next", "GET /api/status", "POST /api/answers", "POST /api/undo"]
+    assert sorted(OPERATIONS) == ["GET /api/next", "GET /api/status", "POST /api/answers", "POST /api/ratings",
+                                  "POST /api/undo"]

@@ -226,3 +226,41 @@ def test_a_person_places_clips_in_the_ranking_by_keys_undoes_one_and_a_reload_ke
         browser.close()
     groups = store.ranking()
     assert sum(map(len, groups)) == 3 and max(map(len, groups)) == 2  # the equal answer made one group of two
+
+
+ONE_PLAYING = ("(() => { const v = [...document.querySelectorAll('.frame video')];"
+               " return v.length === 1 && v[0].currentTime > 0.1; })()")
+
+
+def test_a_person_rates_clips_by_number_keys_skips_one_and_undoes_a_rating(tmp_path):
+    from rlhp.human.store import QueryStore
+
+    pairs = random_pairs(2, length=20, obs_dim=4)
+    pairs.frames *= 0.2
+    with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, mode="rate", scale=4) as url, \
+            sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url + "?annotator=tester")
+        page.wait_for_function(ONE_PLAYING, timeout=10_000)  # one clip, alone
+        assert page.locator("#right-figure").is_hidden() and page.locator("button.pair").first.is_hidden()
+        assert page.locator("#ratings button").all_inner_texts() == ["1 1", "2 2", "3 3", "4 4"]
+        assert page.locator("#left-caption").inner_text() == "Rate this clip from 1 to 4"
+        page.keyboard.press("3")
+        first = sent(page, 1)[0]
+        page.keyboard.press("5")  # off the scale: nothing is sent
+        page.keyboard.press("ArrowLeft")  # a choice between clips means nothing here
+        page.get_by_role("button", name="2 2").click()
+        second = sent(page, 2)[1]
+        page.keyboard.press("Backspace")
+        assert sent(page, 3)[2] == {"query_id": second["query_id"], "label": "undo"}
+        page.wait_for_function(f"window.rlhp.shown === {second['query_id']}")
+        page.keyboard.press("ArrowDown")  # can't tell
+        assert sent(page, 4)[3] == {"query_id": second["query_id"], "label": "cant_tell"}
+        assert page.evaluate("window.rlhp.errors") == [] and page.locator("#labelled").inner_text() == "2"
+        browser.close()
+    assert first["label"] == 3
+    answers = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0)()
+    rated = dict(zip(answers.ratings.ids.tolist(), answers.ratings.ratings.tolist(), strict=True))
+    assert rated[first["query_id"]] == 3.0 and np.isnan(rated[second["query_id"]]) and len(answers) == 0
+    assert QueryStore(RunFolder(tmp_path).queries_db).status()["answers"] == 2

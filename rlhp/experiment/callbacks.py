@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from rlhp.data import PreferenceDataset
@@ -17,7 +18,7 @@ from rlhp.data.hf import dataset_metadata, trajectories_to_dataset
 from rlhp.data.hub import trajectories_card
 from rlhp.envs import GymEnv
 from rlhp.experiment.checkpoints import RunRecord, prune_checkpoints, save_checkpoint
-from rlhp.feedback import Answers
+from rlhp.feedback import Answers, Ratings
 from rlhp.loop import Callback, Loop, RoundResult
 from rlhp.runs import MetricsCSV, RunFolder
 from rlhp.runs.folder import HALF_WRITTEN
@@ -44,7 +45,8 @@ class ProgressBar(Callback):
         """Advance one round."""
         metrics = result.metrics
         shown = {"steps": metrics["timesteps"], "prefs": metrics["comparisons"]}
-        for key, name, fmt in (("queries_pending", "pending", "{:.0f}"), ("reward_accuracy", "acc", "{:.2f}"),
+        for key, name, fmt in (("ratings", "rated", "{:.0f}"), ("queries_pending", "pending", "{:.0f}"),
+                               ("reward_accuracy", "acc", "{:.2f}"), ("rating_accuracy", "rating_acc", "{:.2f}"),
                                ("true_return_mean", "return", "{:.1f}")):
             if key in metrics:
                 shown[name] = fmt.format(metrics[key])
@@ -116,14 +118,16 @@ class TrajectoryWriter(Callback):
 
 class LabelJournal(Callback):
     """Saves every batch of labels the moment it is gathered, before training on it, as
-    ``labels/round_XXXX/`` (a preference dataset): a crash in training loses no label."""
+    ``labels/round_XXXX/`` (a preference dataset), and every batch of ratings as ``ratings/round_XXXX/`` (rated
+    clips, one fragment a row): a crash in training loses no label."""
 
     def __init__(self, run: RunFolder) -> None:
-        self.folder = run.labels_dir
+        self.folder, self.ratings_folder = run.labels_dir, run.ratings_dir
 
     def start(self, loop: Loop) -> None:
         """Delete the labels of rounds after the checkpoint (the resumed run gathers them again)."""
         forget_rounds(self.folder, loop.iteration)
+        forget_rounds(self.ratings_folder, loop.iteration)
 
     def on_labels(self, iteration: int, answers: Answers) -> None:
         """Save one round's labels, with who gave each, when, and whether it was skipped (label NaN)."""
@@ -131,6 +135,13 @@ class LabelJournal(Callback):
         batch.push(answers.pairs, answers.labels, answers.ids)
         batch.save(self.folder / f"round_{iteration:04d}", annotator=answers.annotators, answered_at=answers.times,
                    skipped=~answers.told)
+
+    def on_ratings(self, iteration: int, ratings: Ratings) -> None:
+        """Save one round's ratings (NaN: skipped), with who gave each and when."""
+        batch = PreferenceDataset()  # any rating, a skipped one too: the rated dataset holds only 1..scale
+        batch.push(ratings.clips, ratings.ratings, ratings.ids)
+        batch.save(self.ratings_folder / f"round_{iteration:04d}", annotator=ratings.annotators,
+                   answered_at=ratings.times, skipped=~ratings.told, scale=np.full(len(ratings.ids), ratings.scale))
 
 
 class Checkpointer(Callback):

@@ -71,6 +71,9 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         # People see only what a publishing querent shows them; any other would leave them nothing to label.
         raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
                           f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
+    if gatherer.withdraws_queries and not querent.one_query_a_pair:
+        raise ConfigError("querent.mode", f"is {querent.mode}, but {type(gatherer).__name__} withdraws published "
+                          "queries pair by pair (demonstration pairs go to T-REX): use querent.mode=pairs with it")
     if gatherer.judges_on_gold and not querent.asks_gold:
         raise ConfigError("gatherer.min_gold_accuracy", "judges people by their answers to gold queries, and the "
                           "querent asks none: set querent.gold_rate (e.g. 0.2) too, or leave min_gold_accuracy at 0")

@@ -14,12 +14,32 @@ from rlhp.data import FragmentPairs
 
 
 @dataclass
+class Ratings:
+    """Clips rated since the last gathering, on a scale of 1 to ``scale``: ``clips`` holds one fragment a row (the
+    second axis of a :class:`FragmentPairs` batch is 1), ``ratings`` are float32 (NaN: "can't tell", skipped), and
+    per clip ``ids`` (its query), ``annotators`` and ``times`` as in :class:`Answers`."""
+
+    clips: FragmentPairs
+    ratings: np.ndarray
+    ids: np.ndarray
+    annotators: list[str]
+    times: np.ndarray
+    scale: int
+
+    @property
+    def told(self) -> np.ndarray:
+        """Mask of the ratings given (not skipped)."""
+        return ~np.isnan(self.ratings)
+
+
+@dataclass
 class Answers:
     """The queries answered since the last gathering.
 
     ``labels`` are float32, the probability that the *first* (left) fragment is better: 1, 0, or
     0.5 for equal; NaN answers "can't tell" (skipped: answered, never trained on). Per query,
-    ``annotators`` says who answered (comma-joined) and ``times`` when (Unix seconds).
+    ``annotators`` says who answered (comma-joined) and ``times`` when (Unix seconds). ``ratings`` holds the
+    clips rated alone, where people were asked for ratings (none otherwise).
     """
 
     pairs: FragmentPairs | None
@@ -27,6 +47,7 @@ class Answers:
     ids: np.ndarray
     annotators: list[str] = field(default_factory=list)
     times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ratings: Ratings | None = None
 
     def __len__(self) -> int:
         """Number of answered queries (skipped ones included)."""
@@ -50,6 +71,8 @@ class PreferenceGatherer(ABC):
     """Whether its answers come from people shown the queries a publishing querent put in the run folder."""
     judges_on_gold: bool = False
     """Whether it judges people by their answers to gold queries (then the querent must ask some)."""
+    withdraws_queries: bool = False
+    """Whether it withdraws published queries by their pairs' ids (then each pair must be one query)."""
 
     @abstractmethod
     def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:

@@ -23,7 +23,7 @@ class MixedGatherer(PreferenceGatherer):
 
     def __init__(self, teacher: PreferenceGatherer) -> None:
         self.ranked, self.teacher = RankedGatherer(), teacher
-        self.reads_published_queries = teacher.reads_published_queries
+        self.reads_published_queries = self.withdraws_queries = teacher.reads_published_queries
 
     def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:
         """Queue each query with the teacher that answers it."""

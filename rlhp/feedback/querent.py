@@ -19,6 +19,8 @@ class Querent:
     """Whether its clips are drawn from the states the env records (then the run records them)."""
     asks_gold: bool = False
     """Whether some of its queries are gold: their answer known, to measure the people who label."""
+    one_query_a_pair: bool = True
+    """Whether each id it returns is one query of one pair, so a gatherer may withdraw a query by its pair's id."""
 
     def __init__(self) -> None:
         self.next_id = 0

@@ -26,7 +26,7 @@ import numpy as np
 
 from rlhp.data import FragmentPairs
 from rlhp.errors import ArgumentError, NetworkError
-from rlhp.feedback.gatherer import Answers, PreferenceGatherer, no_answers
+from rlhp.feedback.gatherer import Answers, PreferenceGatherer, Ratings, no_answers
 from rlhp.human.store import QueryStore
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder
@@ -113,7 +113,15 @@ class HumanGatherer(PreferenceGatherer):
             return no_answers()
         self.received += int(taken.done.sum())
         ids = ids[taken.done]  # only these pairs are read back from the store
-        return Answers(self.store.pairs(ids), taken.labels, ids, taken.annotators, taken.times)
+        pairs = ~taken.rated
+        who = np.array(taken.annotators, dtype=object)
+        answers = Answers(self.store.pairs(ids[pairs]) if pairs.any() else None, taken.labels[pairs], ids[pairs],
+                          who[pairs].tolist(), taken.times[pairs])
+        if taken.rated.any():
+            rated = taken.rated
+            answers.ratings = Ratings(self.store.rated(ids[rated]), taken.labels[rated], ids[rated],
+                                      who[rated].tolist(), taken.times[rated], taken.scale)
+        return answers
 
     def _wait(self, open_queries: int) -> None:
         """Until ``min_answered_frac`` of the open queries are answered: for ever before the first label,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from rlhp.data import FragmentPairs
+from rlhp.data.ratings import MAX_SCALE
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, DataError
 from rlhp.feedback import Querent
@@ -20,8 +21,8 @@ INSTRUCTION_FILES = (".md", ".markdown", ".txt")
 """Endings that make ``instructions`` a file to read rather than the text itself."""
 GOLDEN = (5**0.5 - 1) / 2
 """The golden ratio's fractional part: ``id * GOLDEN mod 1`` spreads evenly over [0, 1) for consecutive ids."""
-MODES = ("pairs", "rank")
-"""What people are asked: which of two clips is better, or where a new clip goes in a ranking."""
+MODES = ("pairs", "rank", "rate")
+"""What people are asked: which of two clips is better, where a new clip goes in a ranking, or a clip's score."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
 
@@ -72,6 +73,11 @@ class WebQuerent(Querent):
     ``log2(groups)`` of them, and the ranking implies a label against every other ranked clip. Its clips are drawn
     as they are published (never lazily), and it asks no gold queries, one person per comparison.
 
+    In ``rate`` mode people score each clip of a share ``rate_share`` of the pairs alone, on a scale of 1 to
+    ``scale`` (the reward learns from ratings under the cumulative-logit model, :mod:`rlhp.training.ratings`); the
+    other pairs are asked as pairs, so a run mixes both. Rated clips too are drawn as they are published, one
+    person rating each, and no gold query is asked.
+
     Args:
         env: the run's env (its frames are drawn again from the fragments' observations).
         run_dir: the run folder.
@@ -90,24 +96,31 @@ class WebQuerent(Querent):
             API); they are labelled and trained on as the others are.
         gold_labels: different people asked for each gold query, so that every person meets some (at most the
             number of people labelling: a gold query waits for as many).
-        mode: ``pairs``, each query a pair to judge; or ``rank``, each query's clips placed in a ranking.
+        mode: ``pairs``, each query a pair to judge; ``rank``, each query's clips placed in a ranking; ``rate``,
+            each query's clips rated alone (a share ``rate_share`` of them).
+        scale: ratings run from 1 to this (``rate`` mode), at most :data:`~rlhp.data.ratings.MAX_SCALE`.
+        rate_share: the share of each round's pairs whose clips are rated (``rate`` mode): which ones follows the
+            golden ratio's sequence over their ids; the others are asked as pairs.
     """
 
     publishes = True
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
-                 gold_labels: int = 2, mode: str = "pairs") -> None:
+                 gold_labels: int = 2, mode: str = "pairs", scale: int = 5, rate_share: float = 1.0) -> None:
         super().__init__()
         if mode not in MODES:
             raise ArgumentError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode == "rank" and gold_rate > 0:
-            raise ArgumentError("gold_rate", "gold queries are pairs, and mode=rank asks none: set gold_rate=0, or "
-                                "mode=pairs")
-        if mode == "rank" and labels_per_query > 1:
-            raise ArgumentError("labels_per_query", "mode=rank asks one person per comparison (each answer leads "
-                                "to the next): set labels_per_query=1, or mode=pairs")
-        self.mode = mode
+        if mode != "pairs" and gold_rate > 0:
+            raise ArgumentError("gold_rate", f"gold queries are measured in mode=pairs, and mode={mode} asks none: "
+                                "set gold_rate=0, or mode=pairs")
+        if mode != "pairs" and labels_per_query > 1:
+            raise ArgumentError("labels_per_query", f"mode={mode} asks one person per comparison or rating: set "
+                                "labels_per_query=1, or mode=pairs")
+        if not 2 <= scale <= MAX_SCALE:
+            raise ArgumentError("scale", f"must lie in [2, {MAX_SCALE}] (keys 1 to 9, and 0 for 10), got {scale}")
+        ArgumentError.check_share("rate_share", rate_share)
+        self.mode, self.scale, self.rate_share = mode, scale, rate_share
         ArgumentError.check_share("gold_rate", gold_rate)
         ArgumentError.check_count("gold_labels", gold_labels)
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
@@ -123,6 +136,11 @@ class WebQuerent(Querent):
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))
 
     @property
+    def one_query_a_pair(self) -> bool:
+        """Whether each pair is one query (``pairs`` mode): ranked and rated clips are asked about one by one."""
+        return self.mode == "pairs"
+
+    @property
     def asks_gold(self) -> bool:
         """Whether some of its queries are gold (``gold_rate`` above 0)."""
         return self.gold_rate > 0
@@ -134,12 +152,21 @@ class WebQuerent(Querent):
             if renderer.drawer.slow else DrawOnPublish(renderer, self.run.media_dir)
 
     def __call__(self, pairs: FragmentPairs, round_: int = 0) -> np.ndarray:
-        """Render, store and publish the queries (in ``rank`` mode: their clips, to be placed); return their ids."""
+        """Render, store and publish the queries (in ``rank`` mode: their clips, to be placed; in ``rate`` mode a
+        share of them as clips to rate); return their ids (a rated pair's: the id of the pair its clips came from)."""
         if self.mode == "rank":
             return self._rank(pairs, round_)
+        if self.mode == "rate":
+            rated = (np.arange(self.next_id, self.next_id + len(pairs)) * GOLDEN % 1.0) < self.rate_share
+            asked = self._ask(pairs[~rated], round_) if not rated.all() else np.zeros(0, np.int64)
+            return np.concatenate([asked, self._rate(pairs[rated], round_) if rated.any() else asked[:0]])
+        return self._ask(pairs, round_)
+
+    def _ask(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
+        """Publish each pair as a query to judge."""
         # After a resume the store may hold queries published after the checkpoint: never reuse their ids.
         self.next_id = max(self.next_id, self.store.max_id() + 1)
-        ids = super().__call__(pairs, round_)
+        ids = Querent.__call__(self, pairs, round_)
         names = [(f"q{q:06d}-left.mp4", f"q{q:06d}-right.mp4") for q in ids]
         self.drawing.publishing(pairs, names)
         gold = gold_answers(ids, pairs, self.gold_rate)
@@ -151,11 +178,22 @@ class WebQuerent(Querent):
 
     def _rank(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
         """Draw both clips of each pair now and publish them to be placed in the ranking."""
+        ids = self._draw_clips(pairs, round_)
+        self.store.publish_clips(ids, round_, pairs, self.instructions)
+        return ids
+
+    def _rate(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
+        """Draw both clips of each pair now and publish them to be rated."""
+        ids = self._draw_clips(pairs, round_)
+        self.store.publish_ratings(ids, round_, pairs, self.instructions, self.scale)
+        return ids
+
+    def _draw_clips(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
+        """Give the pairs ids and draw their clips under the names :func:`clip_media` gives them."""
         self.next_id = max(self.next_id, self.store.max_source() + 1)  # as in pairs mode, after a resume
-        ids = super().__call__(pairs, round_)
+        ids = Querent.__call__(self, pairs, round_)
         names = [(clip_media(int(left)), clip_media(int(right))) for left, right in clip_ids(ids)]
         self.renderer.write(pairs, names, self.run.media_dir)
-        self.store.publish_clips(ids, round_, pairs, self.instructions)
         return ids
 
     def __getstate__(self) -> dict[str, Any]:
@@ -169,5 +207,6 @@ class WebQuerent(Querent):
     def __setstate__(self, state: dict[str, Any]) -> None:
         env, width, fps = state.pop("_renderer_args")
         # A checkpoint from before lazy drawing, gold queries or ranking.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "mode": "pairs", **state})
+        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "mode": "pairs", "scale": 5,
+                              "rate_share": 1.0, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

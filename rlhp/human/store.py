@@ -15,6 +15,9 @@ places it; once placed, one query of kind ``implied`` per other ranked clip carr
 (state ``answered`` at once, taken like an answered pair). Steps end ``done``: their labels reach training as implied
 pairs. A clip's steps and implied pairs name the clips they show (``clip``, ``versus``) instead of holding a pair.
 
+In rating mode a query of kind ``rate`` asks for one clip's score on a scale of 1 to ``scale``; its answers' labels
+are the ratings.
+
 A *gold* query's answer is known (``gold``: the label a teacher gives it): people's answers to gold queries
 measure them. A person the trainer *leaves out* (``left_out``) is handed no more queries, and their answers count
 nowhere: not towards a query's wanted answers, not in its label.
@@ -59,7 +62,8 @@ CREATE TABLE IF NOT EXISTS queries (
     clip INTEGER REFERENCES clips (id),
     versus INTEGER REFERENCES clips (id),
     pivot INTEGER,
-    implied REAL
+    implied REAL,
+    scale INTEGER
 );
 CREATE TABLE IF NOT EXISTS sources (
     id INTEGER PRIMARY KEY,
@@ -120,7 +124,8 @@ _WANTS_MORE = (f"{_ANSWERS_OF_Q} + (SELECT count(*) FROM leases l WHERE l.query_
 
 _ADDED_COLUMNS = {"instructions": "INTEGER REFERENCES instructions (id)", "drawn": "INTEGER NOT NULL DEFAULT 1",
                   "gold": "REAL", "kind": "TEXT NOT NULL DEFAULT 'pair'", "clip": "INTEGER REFERENCES clips (id)",
-                  "versus": "INTEGER REFERENCES clips (id)", "pivot": "INTEGER", "implied": "REAL"}
+                  "versus": "INTEGER REFERENCES clips (id)", "pivot": "INTEGER", "implied": "REAL",
+                  "scale": "INTEGER"}
 """Columns of ``queries`` that a store made before them lacks, and how they are added to it."""
 
 _INSTRUCTIONS = "coalesce((SELECT text FROM instructions i WHERE i.id = q.instructions), '')"
@@ -134,6 +139,12 @@ class QueryError(RlhpError):
     status = 409
 
 
+class OffScale(QueryError):
+    """A rating outside the query's scale."""
+
+    status = 422
+
+
 class UnknownQuery(QueryError):
     """No query has this id."""
 
@@ -144,7 +155,8 @@ class UnknownQuery(QueryError):
 class Query:
     """One query as a person sees it: its id, the file names of its two clips under ``media/``, when its lease
     ends, what people were asked to judge (empty: nothing beyond "which does the task better?") and whether it
-    places the left clip in the ranking (a ``step``: the right one is ranked already)."""
+    places the left clip in the ranking (a ``step``: the right one is ranked already); ``scale`` is the rating scale
+    of a query that asks to rate its left clip alone (its right clip is empty), 0 for one that compares two."""
 
     id: int
     left_clip: str
@@ -152,6 +164,7 @@ class Query:
     lease_expires: float
     instructions: str
     placing: bool = False
+    scale: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,12 +184,15 @@ class Person:
 @dataclass(frozen=True)
 class Taken:
     """Labels the trainer takes: mask over the asked ids, and per taken query its mean label (NaN when
-    every answer was "can't tell"), its annotators (comma-joined) and when its last answer came."""
+    every answer was "can't tell"; a rating for a query that rates one clip), its annotators (comma-joined), when
+    its last answer came, and whether it rates one clip; ``scale``: the rating scale of those that do (0: none)."""
 
     done: np.ndarray
     labels: np.ndarray
     annotators: list[str]
     times: np.ndarray
+    rated: np.ndarray
+    scale: int = 0
 
 
 def clip_ids(sources: np.ndarray) -> np.ndarray:
@@ -292,6 +308,22 @@ class QueryStore:
             for clip in clips:
                 self._advance(db, int(clip), "", now, told)
 
+    def publish_ratings(self, sources: np.ndarray, round_: int, pairs: FragmentPairs, instructions: str,
+                        scale: int) -> None:
+        """Ask for a rating of each clip of each pair (published as ``sources``, their files drawn under ``media/``
+        as :func:`clip_media` names them), on a scale of 1 to ``scale``."""
+        now = time.time()
+        with self._transaction() as db:
+            told = self._instructions_id(db, instructions)
+            db.executemany("INSERT INTO sources (id, pair) VALUES (?, ?)",
+                           [(int(q), pair_to_blob(pairs, i)) for i, q in enumerate(sources)])
+            clips = [int(c) for c in clip_ids(sources).ravel()]
+            db.executemany("INSERT INTO clips (id, source, side, media, round, state) VALUES (?, ?, ?, ?, ?, 'rated')",
+                           [(c, c // 2, c % 2, clip_media(c), round_) for c in clips])
+            db.executemany("INSERT INTO queries (round, left_clip, right_clip, wanted, created, pair, instructions, "
+                           "kind, clip, scale) VALUES (?, ?, '', 1, ?, x'', ?, 'rate', ?, ?)",
+                           [(round_, clip_media(c), now, told, c, scale) for c in clips])
+
     @staticmethod
     def _instructions_id(db: sqlite3.Connection, instructions: str) -> int:
         db.execute("INSERT OR IGNORE INTO instructions (text) VALUES (?)", (instructions,))
@@ -380,10 +412,7 @@ class QueryStore:
         with self._connect() as db:
             rows = {r[0]: r[1:] for r in db.execute(
                 f"SELECT id, pair, clip, versus FROM queries WHERE id IN ({','.join('?' * len(keys))})", keys)}
-            named = sorted({c for i in keys if rows[i][1] is not None for c in rows[i][1:]})
-            clips = {r[0]: r[1:] for r in db.execute(
-                f"SELECT c.id, c.source, c.side, s.pair FROM clips c JOIN sources s ON s.id = c.source WHERE c.id IN "
-                f"({','.join('?' * len(named))})", named)} if named else {}
+            clips = _clip_sources(db, {c for i in keys if rows[i][1] is not None for c in rows[i][1:]})
         stored = [i for i in keys if rows[i][1] is None]
         refs = [i for i in keys if rows[i][1] is not None]
         parts = []
@@ -393,6 +422,14 @@ class QueryStore:
             parts.append(_clip_pairs([rows[i][1:] for i in refs], clips))
         order = {q: n for n, q in enumerate(stored + refs)}
         return FragmentPairs.concat(parts)[np.array([order[i] for i in keys], np.int64)]
+
+    def rated(self, ids: np.ndarray) -> FragmentPairs:
+        """The clips that queries ``ids`` rate, in that order: a batch of one fragment a row (its second axis 1)."""
+        keys = [int(i) for i in ids]
+        with self._connect() as db:
+            clip_of = dict(db.execute(f"SELECT id, clip FROM queries WHERE id IN ({','.join('?' * len(keys))})", keys))
+            clips = _clip_sources(db, set(clip_of.values()))
+        return _clip_pairs([(clip_of[i],) for i in keys], clips)
 
     def count_answered(self) -> tuple[int, int]:
         """(answered and not yet taken, still pending) queries."""
@@ -408,18 +445,20 @@ class QueryStore:
             db.execute("DELETE FROM asked")
             db.executemany("INSERT INTO asked VALUES (?)", [(int(i),) for i in ids])
             rows = db.execute(
-                "SELECT q.id, avg(a.label), group_concat(a.annotator, ','), max(a.answered_at) FROM queries q "
-                f"JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' AND "
-                f"a.{_COUNTED} GROUP BY q.id UNION ALL SELECT q.id, q.implied, c.placed_by, c.placed_at FROM queries q "
-                "JOIN asked USING (id) JOIN clips c ON c.id = q.clip WHERE q.state = 'answered' AND q.kind = 'implied'"
-            ).fetchall()
+                "SELECT q.id, avg(a.label), group_concat(a.annotator, ','), max(a.answered_at), q.kind = 'rate', "
+                "coalesce(q.scale, 0) "
+                "FROM queries q JOIN asked USING (id) JOIN answers a ON a.query_id = q.id WHERE q.state = 'answered' "
+                f"AND a.{_COUNTED} GROUP BY q.id UNION ALL SELECT q.id, q.implied, c.placed_by, c.placed_at, 0, 0 FROM "
+                "queries q JOIN asked USING (id) JOIN clips c ON c.id = q.clip WHERE q.state = 'answered' AND "
+                "q.kind = 'implied'").fetchall()
             db.execute("UPDATE queries SET state = 'taken', taken_round = ? WHERE state = 'answered' "
                        "AND id IN (SELECT id FROM asked)", (round_,))
         found = {r[0]: r for r in rows}
         done = np.array([int(i) in found for i in ids], dtype=bool)
         chosen = [found[int(i)] for i in ids[done]]
         labels = np.array([math.nan if r[1] is None else r[1] for r in chosen], np.float32)
-        return Taken(done, labels, [r[2] for r in chosen], np.array([r[3] for r in chosen], np.float64))
+        return Taken(done, labels, [r[2] for r in chosen], np.array([r[3] for r in chosen], np.float64),
+                     np.array([bool(r[4]) for r in chosen], bool), max((r[5] for r in chosen), default=0))
 
     def expire_oldest(self, keep: int) -> int:
         """Expire the oldest pending queries without an answer, beyond the newest ``keep`` of them; return how
@@ -457,57 +496,81 @@ class QueryStore:
                 return None
             # Newest first: it shows the agent as it is now, and the oldest unanswered ones expire.
             row = db.execute(
-                f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS}, kind = 'step' FROM queries q WHERE "
-                "state = 'pending' AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id AND "
-                "a.annotator = :who) AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND "
+                f"SELECT id, left_clip, right_clip, {_INSTRUCTIONS}, kind = 'step', coalesce(scale, 0) FROM queries q "
+                "WHERE state = 'pending' AND drawn = 1 AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.query_id = q.id "
+                "AND a.annotator = :who) AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.query_id = q.id AND "
                 f"l.annotator = :who AND l.expires > :now) AND {_WANTS_MORE} ORDER BY gold IS NOT NULL DESC, id DESC "
                 "LIMIT 1",
                 {"who": annotator, "now": now}).fetchone()
             if row is None:
                 return None
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
-        return Query(row[0], row[1], row[2], now + lease_s, row[3], bool(row[4]))
+        return Query(row[0], row[1], row[2], now + lease_s, row[3], bool(row[4]), row[5])
 
     def answer(self, query_id: int, annotator: str, choice: str) -> int:
-        """Record an answer to a query leased to this annotator; return how many answers they have given."""
-        now = time.time()
+        """Record an answer to a query leased to this annotator that compares two clips; return how many answers
+        they have given."""
+        label = _label(choice)
         with self._transaction() as db:
-            row = db.execute("SELECT state, wanted, kind, clip FROM queries WHERE id = ?", (query_id,)).fetchone()
-            if row is None:
-                raise UnknownQuery(f"no query has id {query_id}")
-            if db.execute("SELECT 1 FROM answers WHERE query_id = ? AND annotator = ?",
-                          (query_id, annotator)).fetchone():
-                raise QueryError(f"{annotator!r} has already answered query {query_id}")
-            if row[0] != "pending":
-                raise QueryError(f"query {query_id} is {row[0]} and takes no more answers")
-            lease = db.execute("SELECT expires FROM leases WHERE query_id = ? AND annotator = ?",
-                               (query_id, annotator)).fetchone()
-            if lease is None or lease[0] <= now:
-                raise QueryError(f"{annotator!r} holds no live lease on query {query_id} (leases expire); "
-                                 "ask for the next query")
-            db.execute("DELETE FROM leases WHERE query_id = ? AND annotator = ?", (query_id, annotator))
-            db.execute("INSERT INTO answers (query_id, annotator, choice, label, answered_at) VALUES (?, ?, ?, ?, ?)",
-                       (query_id, annotator, choice, _label(choice), now))
-            db.execute(f"UPDATE queries AS q SET state = 'answered' WHERE q.id = ? AND {_ANSWERS_OF_Q} >= q.wanted",
-                       (query_id,))
-            if row[2] == "step":  # its label reaches training as implied pairs, once the clip is placed
+            kind, clip = self._record(db, query_id, annotator, "pair", choice, label)
+            if kind == "step":  # its label reaches training as implied pairs, once the clip is placed
                 db.execute("UPDATE queries SET state = 'done' WHERE id = ?", (query_id,))
-                if _label(choice) is None:  # can't tell: the clip is placed nowhere
-                    db.execute("UPDATE clips SET state = 'dropped' WHERE id = ?", (row[3],))
+                if label is None:  # can't tell: the clip is placed nowhere
+                    db.execute("UPDATE clips SET state = 'dropped' WHERE id = ?", (clip,))
                 else:
-                    self._advance(db, row[3], annotator, now)
+                    self._advance(db, clip, annotator, time.time())
             return db.execute("SELECT count(*) FROM answers WHERE annotator = ?", (annotator,)).fetchone()[0]
+
+    def rate(self, query_id: int, annotator: str, rating: int | None) -> int:
+        """Record a rating (None: can't tell) of the clip of a query leased to this annotator that asks for one;
+        return how many answers they have given."""
+        with self._transaction() as db:
+            self._record(db, query_id, annotator, "rate", "cant_tell" if rating is None else str(rating), rating)
+            return db.execute("SELECT count(*) FROM answers WHERE annotator = ?", (annotator,)).fetchone()[0]
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, query_id: int, annotator: str, asks: str, choice: str,
+                label: float | None) -> tuple[str, int | None]:
+        """Record an answer of the kind ``asks`` (``pair``: a choice between clips; ``rate``: a rating) to a query
+        leased to this annotator, refusing it when the query asks the other kind, or when a rating is off its
+        scale; return the query's kind and clip."""
+        now = time.time()
+        row = db.execute("SELECT state, wanted, kind, clip, scale FROM queries WHERE id = ?", (query_id,)).fetchone()
+        if row is None:
+            raise UnknownQuery(f"no query has id {query_id}")
+        state, _, kind, clip, scale = row
+        if (kind == "rate") != (asks == "rate"):
+            wants = "a rating of its clip (POST /api/ratings)" if kind == "rate" else \
+                "a choice between its clips (POST /api/answers)"
+            raise QueryError(f"query {query_id} asks for {wants}")
+        if scale is not None and label is not None and not 1 <= label <= scale:
+            raise OffScale(f"query {query_id} rates on a scale of 1 to {scale}, not {label:g}")
+        if db.execute("SELECT 1 FROM answers WHERE query_id = ? AND annotator = ?", (query_id, annotator)).fetchone():
+            raise QueryError(f"{annotator!r} has already answered query {query_id}")
+        if state != "pending":
+            raise QueryError(f"query {query_id} is {state} and takes no more answers")
+        lease = db.execute("SELECT expires FROM leases WHERE query_id = ? AND annotator = ?",
+                           (query_id, annotator)).fetchone()
+        if lease is None or lease[0] <= now:
+            raise QueryError(f"{annotator!r} holds no live lease on query {query_id} (leases expire); "
+                             "ask for the next query")
+        db.execute("DELETE FROM leases WHERE query_id = ? AND annotator = ?", (query_id, annotator))
+        db.execute("INSERT INTO answers (query_id, annotator, choice, label, answered_at) VALUES (?, ?, ?, ?, ?)",
+                   (query_id, annotator, choice, label, now))
+        db.execute(f"UPDATE queries AS q SET state = 'answered' WHERE q.id = ? AND {_ANSWERS_OF_Q} >= q.wanted",
+                   (query_id,))
+        return kind, clip
 
     def undo(self, annotator: str, lease_s: float) -> Query:
         """Withdraw this annotator's last answer and lease its query to them again."""
         now = time.time()
         with self._transaction() as db:
-            row = db.execute(f"SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip, {_INSTRUCTIONS}, q.kind, q.clip "
-                             "FROM answers a JOIN queries q ON q.id = a.query_id WHERE a.annotator = ? ORDER BY a.seq "
-                             "DESC LIMIT 1", (annotator,)).fetchone()
+            row = db.execute(f"SELECT a.seq, q.id, q.state, q.left_clip, q.right_clip, {_INSTRUCTIONS}, q.kind, "
+                             "q.clip, coalesce(q.scale, 0) FROM answers a JOIN queries q ON q.id = a.query_id WHERE "
+                             "a.annotator = ? ORDER BY a.seq DESC LIMIT 1", (annotator,)).fetchone()
             if row is None:
                 raise QueryError(f"{annotator!r} has no answer to undo")
-            seq, query_id, state, left, right, instructions, kind, clip = row
+            seq, query_id, state, left, right, instructions, kind, clip, scale = row
             if kind == "step":
                 _unplace(db, query_id, clip)
             elif state not in ("pending", "answered"):
@@ -516,7 +579,7 @@ class QueryStore:
             db.execute("DELETE FROM answers WHERE seq = ?", (seq,))
             db.execute("UPDATE queries SET state = 'pending' WHERE id = ?", (query_id,))
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (query_id, annotator, now + lease_s))
-        return Query(query_id, left, right, now + lease_s, instructions, kind == "step")
+        return Query(query_id, left, right, now + lease_s, instructions, kind == "step", scale)
 
     def status(self) -> dict:
         """Queries by state, answers per annotator, agreement where a query has several labels, each annotator's
@@ -615,13 +678,21 @@ def _drop_stalled(db: sqlite3.Connection) -> None:
                "WHERE q.kind = 'step' AND q.clip = clips.id AND q.state = 'pending')")
 
 
-def _clip_pairs(shown: list[tuple[int, int]], clips: dict[int, tuple[int, int, bytes]]) -> FragmentPairs:
-    """The pairs of (left clip, right clip) ``shown``, cut from the pairs their clips came from (``clips``: id to
-    source, side and the source's blob), each source read once."""
+def _clip_sources(db: sqlite3.Connection, clips: set[int]) -> dict[int, tuple[int, int, bytes]]:
+    """Each of ``clips`` by id: the pair it was cut from (id), its side there, and that pair's blob."""
+    named = sorted(clips)
+    return {r[0]: r[1:] for r in db.execute(
+        f"SELECT c.id, c.source, c.side, s.pair FROM clips c JOIN sources s ON s.id = c.source WHERE c.id IN "
+        f"({','.join('?' * len(named))})", named)} if named else {}
+
+
+def _clip_pairs(shown: list[tuple[int, ...]], clips: dict[int, tuple[int, int, bytes]]) -> FragmentPairs:
+    """The clips ``shown`` a row (two: a pair, left then right; one: a rated clip), cut from the pairs they came
+    from (``clips``: id to source, side and the source's blob), each source read once."""
     blobs = {source: blob for source, _, blob in clips.values()}
     loaded = pairs_from_blobs(list(blobs.values()))
     row = {source: n for n, source in enumerate(blobs)}
-    at = np.array([[(row[clips[c][0]], clips[c][1]) for c in pair] for pair in shown], np.int64)  # (pairs, 2, 2)
+    at = np.array([[(row[clips[c][0]], clips[c][1]) for c in pair] for pair in shown], np.int64)  # (rows, clips, 2)
     return FragmentPairs.from_columns({k: v[at[..., 0], at[..., 1]] for k, v in loaded.columns().items()},
                                       loaded.frame_stack)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlhp.data import PreferenceDataset, Trajectory
+from rlhp.data import PreferenceDataset, RatingDataset, Trajectory
 from rlhp.envs.base import FIXED_HORIZON_ADVICE
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
@@ -83,6 +83,8 @@ class PreferenceLearning(RewardLearning):
     """
 
     learns = True
+    ratings: RatingDataset | None = None
+    """The clips people rated, once some are (then the reward learns from them beside the pairs)."""
 
     def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
@@ -107,7 +109,7 @@ class PreferenceLearning(RewardLearning):
         if self.sample(result, clock, wanted, unlabelled):
             self.query(result, clock, wanted, unlabelled)
         self.gather(result, clock, callbacks)
-        if len(self.dataset):
+        if len(self.dataset) or self.ratings is not None:
             self.train_reward(result, clock)
 
     def sample(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> bool:
@@ -149,7 +151,17 @@ class PreferenceLearning(RewardLearning):
             told = answers.told  # "can't tell" is kept in the journal, never trained on
             if told.any():
                 self.dataset.push(answers.pairs[told], answers.labels[told], answers.ids[told])
+        rated = answers.ratings
+        if rated is not None:
+            for callback in callbacks:
+                callback.on_ratings(result.iteration, rated)
+            if rated.told.any():
+                if self.ratings is None:
+                    self.ratings = RatingDataset(rated.scale)
+                self.ratings.push(rated.clips[rated.told], rated.ratings[rated.told], rated.ids[rated.told])
         result.metrics["comparisons"] = len(self.dataset)
+        if self.ratings is not None:
+            result.metrics["ratings"] = len(self.ratings)
         result.metrics.update(self.gatherer.metrics())
 
     def train_reward(self, result: RoundResult, clock: PhaseClock) -> None:
@@ -157,8 +169,9 @@ class PreferenceLearning(RewardLearning):
         k, metrics, net = result.iteration, result.metrics, self.reward_trainer.net
         with clock("reward_training"):
             metrics.update(self.reward_trainer.train(
-                self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0))
-        check_finite(k, "the reward model", {"reward_loss": metrics["reward_loss"]}, net.named_parameters())
+                self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0, ratings=self.ratings))
+        losses = {key: metrics[key] for key in ("reward_loss", "rating_loss") if key in metrics}
+        check_finite(k, "the reward model", losses, net.named_parameters())
         if result.sampled:  # how well the reward just learned ranks this round's transitions
             corr = reward_correlation(net, result.sampled)
             if corr is not None:
@@ -169,12 +182,16 @@ class PreferenceLearning(RewardLearning):
         return self.gatherer.session(stop)
 
     def save(self, folder: Path) -> dict[str, Any]:
-        """The reward net (weights and config) and its optimiser, the labelled pairs, and the counters of the
-        querent and the gatherer."""
+        """The reward net (weights and config) and its optimiser, the labelled pairs and rated clips, and the
+        counters of the querent and the gatherer."""
         self.reward_trainer.save(folder, self.reward_net_config)
         if len(self.dataset):
             self.dataset.save(folder / "preferences")
-        return {"comparisons": len(self.dataset), **self.querent.counters(), **self.gatherer.counters()}
+        rated = {}
+        if self.ratings is not None:
+            self.ratings.save(folder / "ratings")
+            rated = {"ratings": len(self.ratings), "rating_scale": self.ratings.scale}
+        return {"comparisons": len(self.dataset), **rated, **self.querent.counters(), **self.gatherer.counters()}
 
     def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
         """``measure`` of the reward net."""

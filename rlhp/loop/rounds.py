@@ -21,7 +21,7 @@ import torch
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import DivergedError
-from rlhp.feedback import Answers
+from rlhp.feedback import Answers, Ratings
 from rlhp.feedback.gatherer import no_answers
 from rlhp.loop.schedules import apportion
 from rlhp.sources import TrajectorySource
@@ -58,6 +58,9 @@ class Callback:
 
     def on_labels(self, iteration: int, answers: Answers) -> None:
         """Labels (skipped ones too) were just gathered in round ``iteration``, before any training on them."""
+
+    def on_ratings(self, iteration: int, ratings: Ratings) -> None:
+        """Ratings of clips (skipped ones too) were just gathered in round ``iteration``, before any training."""
 
     def __call__(self, loop: Loop, result: RoundResult) -> None:
         """Round ``result.iteration`` ended."""

@@ -103,6 +103,11 @@ class RunFolder:
         return self.path / "labels"
 
     @property
+    def ratings_dir(self) -> Path:
+        """Every rating of a clip as it was gathered, before training on it: one dataset per round."""
+        return self.path / "ratings"
+
+    @property
     def media_dir(self) -> Path:
         """The clips of human queries, two per query."""
         return self.path / "media"

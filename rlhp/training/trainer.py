@@ -17,6 +17,7 @@ import torch
 
 from rlhp.data import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.data.ratings import RatingDataset
 from rlhp.data.torch_files import save_torch
 from rlhp.errors import ArgumentError
 from rlhp.preference_model import clipped_difference, discounted_returns, preference_logprobs, preference_loss
@@ -24,6 +25,7 @@ from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training.augment import Crop, WholeFragments
 from rlhp.training.filters import Judgement, KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
+from rlhp.training.ratings import Cutpoints, rating_logprobs, rating_loss
 from rlhp.training.replay import AllLabels, LabelReplay
 
 WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL, ALL_LABELS = WholeFragments(), NoPseudoLabels(), KeepAll(), AllLabels()
@@ -67,7 +69,10 @@ class RewardTrainer:
     judges, ``gt_labels_wrong``: how many of the training labels the true reward contradicts, and
     ``gt_labels_dropped_wrong``: how many of those it left out of the last epoch (the rest of
     ``reward_labels_dropped`` were right), and ``gt_labels_flipped_wrong``: how many it flipped (corrected; the
-    rest of ``reward_labels_flipped`` it made wrong).
+    rest of ``reward_labels_flipped`` it made wrong). Given rated clips, it also fits them under the cumulative-logit
+    model (:mod:`rlhp.training.ratings`, its cutpoints learned beside the net), each member on its own bootstrap
+    sample, a pass over them after each epoch's pairs: ``rating_loss`` and ``rating_accuracy`` (the most likely
+    rating is the one given).
 
     Args:
         reward_net: the net to train (each ensemble member on its own bootstrap sample).
@@ -91,6 +96,8 @@ class RewardTrainer:
         replay: which pairs a pass covers (every label, or a bounded window of new ones and a replay sample).
     """
 
+    cutpoints: Cutpoints | None = None
+    """The rating model's cutpoints, once there are ratings to learn from."""
     WEIGHT_DECAY_RANGE = 100.0
     ENCODE_ONCE_BYTES = 2**30
     JUDGE_CHUNK = 4096
@@ -218,19 +225,73 @@ class RewardTrainer:
             return torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
                               for idx in chunks], dim=1)
 
-    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
-        """Train for ``epochs * epoch_multiplier`` epochs; return the final epoch's metrics."""
+    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0,
+              ratings: RatingDataset | None = None) -> dict[str, float]:
+        """Train for ``epochs * epoch_multiplier`` epochs on the labelled pairs and the rated clips; return the
+        final epoch's metrics."""
         try:
-            return self._train(dataset, epoch_multiplier)
+            if not len(dataset):
+                if ratings is None or not len(ratings):
+                    raise ValueError("nothing to train on: no labelled pair and no rated clip")
+                return self._train_ratings(ratings, epoch_multiplier)
+            return self._train(dataset, epoch_multiplier, ratings)
         finally:
             self.net.train(False)  # dropout and batch norm train here only; everything else scores in eval mode
 
-    def _train(self, dataset: PreferenceDataset, epoch_multiplier: float) -> dict[str, float]:
+    def _train_ratings(self, ratings: RatingDataset, epoch_multiplier: float) -> dict[str, float]:
+        """Train on rated clips alone (no pair is labelled yet)."""
+        raw = ratings.pairs.tensors(self.net.device)
+        self.net.fit_input_norm(*raw)
+        rate = self._rating_pass(ratings, raw)
+        metrics: dict[str, float] = {}
+        for _ in range(max(1, round(self.epochs * epoch_multiplier))):
+            metrics = rate()
+        return metrics
+
+    def _rating_pass(self, ratings: RatingDataset, raw: tuple[torch.Tensor, ...]) -> Callable[[], dict[str, float]]:
+        """One pass over the rated clips in batches, each member on its own bootstrap sample; returns the pass's
+        ``rating_loss`` and ``rating_accuracy``."""
+        device, members = self.net.device, self.net.members
+        if self.cutpoints is None:
+            self.cutpoints = Cutpoints(members, ratings.scale).to(device)
+            # Free of weight decay: it would pull the cutpoints together, not the net's weights towards 0.
+            self.optimizer.add_param_group({"params": list(self.cutpoints.parameters()), "weight_decay": 0.0})
+        elif self.cutpoints.scale != ratings.scale:
+            raise ValueError(f"ratings on a scale of 1 to {ratings.scale} cannot join those on 1 to "
+                             f"{self.cutpoints.scale}")
+        inputs = self._encoder(raw)
+        given = torch.as_tensor(ratings.labels, device=device).long()
+        n = len(ratings)
+        sample = self.rng.integers(0, n, (members, n)) if members > 1 else np.arange(n)[None]
+
+        def rate() -> dict[str, float]:
+            self.net.train(True)
+            shuffled = torch.as_tensor(sample[:, self.rng.permutation(n)], device=device)
+            losses, hits = [], []
+            for start in range(0, n, self.batch_size):
+                idx = shuffled[:, start:start + self.batch_size]
+                self.optimizer.zero_grad(set_to_none=True)
+                returns = self.net.returns(inputs(idx), self.discount_factor, per_member=True)[..., 0]
+                cutpoints = self.cutpoints()
+                loss = rating_loss(returns, given[idx], cutpoints)
+                (loss.sum() / idx.shape[1]).backward()
+                self.optimizer.step()
+                losses.append(loss.detach())
+                likeliest = rating_logprobs(returns.detach(), cutpoints.detach()).argmax(-1) + 1
+                hits.append((likeliest == given[idx]).float())
+            return {"rating_loss": float(torch.cat(losses, 1).mean()),
+                    "rating_accuracy": float(torch.cat(hits, 1).mean())}
+        return rate
+
+    def _train(self, dataset: PreferenceDataset, epoch_multiplier: float,
+               ratings: RatingDataset | None = None) -> dict[str, float]:
         pairs: FragmentPairs = dataset.pairs
         device = self.net.device
         raw = pairs.tensors(device)
         self.net.fit_input_norm(*raw)
         inputs = self._encoder(raw)
+        rate = self._rating_pass(ratings, ratings.pairs.tensors(device)) if ratings is not None and len(ratings) \
+            else None
         labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
@@ -275,6 +336,8 @@ class RewardTrainer:
                 metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
+            if rate is not None:
+                metrics.update(rate())
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train),
                                               Judgement(judgement.keep.cpu(), judgement.flip.cpu())))
         return metrics
@@ -310,7 +373,7 @@ class RewardTrainer:
         """Scale the weight decay up by ``weight_decay_adapt`` when validation loss / training loss is
         above ``1 + adapt_tolerance`` (over-fitting), down when below ``1 - adapt_tolerance``; bounded."""
         low, high = self.weight_decay_bounds
-        for group in self.optimizer.param_groups:
+        for group in self.optimizer.param_groups[:1]:  # the net's: the cutpoints' (with ratings) keep none
             if ratio > 1 + self.adapt_tolerance:
                 group["weight_decay"] = min(high, group["weight_decay"] * self.weight_decay_adapt)
             elif ratio < 1 - self.adapt_tolerance:

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel, Field
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
+from rlhp.data.ratings import MAX_SCALE
 from rlhp.human.store import Person, QueryError, QueryStore
 from rlhp.human.store import Query as StoredQuery
 from rlhp.runs import RunFolder
@@ -41,7 +42,8 @@ Choice = Literal["left", "right", "equal", "cant_tell"]
 class ClipPair(BaseModel):
     """A query handed to an annotator: its clips' URLs, when the lease on it ends, what to judge (the run's
     instructions as given, Markdown, and as HTML; empty when it gave none), and whether it places the left clip in
-    the run's ranking (``querent.mode=rank``: the right one is ranked already)."""
+    the run's ranking (``querent.mode=rank``: the right one is ranked already); ``scale`` is the rating scale when it
+    asks for a rating of the left clip alone (``querent.mode=rate``: ``right`` is empty), 0 when it compares two."""
 
     query_id: int
     left: str
@@ -50,6 +52,7 @@ class ClipPair(BaseModel):
     instructions: str
     instructions_html: str
     placing: bool = False
+    scale: int = 0
 
 
 @lru_cache(maxsize=16)
@@ -78,6 +81,22 @@ class AnswerOut(BaseModel):
 
     query_id: int
     label: Choice
+    labelled: int
+
+
+class RatingIn(BaseModel):
+    """One rating: a whole number from 1 to the query's scale, or null for "can't tell"."""
+
+    query_id: Annotated[int, Field(ge=0, lt=2**63)]
+    annotator: Annotator
+    rating: Annotated[int, Field(ge=1, le=MAX_SCALE)] | None
+
+
+class RatingOut(BaseModel):
+    """The rating recorded, with the annotator's count of answers."""
+
+    query_id: int
+    rating: int | None
     labelled: int
 
 
@@ -138,7 +157,8 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     store = QueryStore(run.queries_db)
     run.media_dir.mkdir(exist_ok=True)
     app = FastAPI(title="rlhp annotation", version="1",
-                  description="Label pairs of clips from an rlhp-train run: which one does the task better?")
+                  description="Label clips from an rlhp-train run: which of two does the task better, where a "
+                              "new one goes in a ranking, or how well one does it on a scale.")
     app.add_middleware(_Guard, token=token)
 
     @app.exception_handler(QueryError)
@@ -157,7 +177,7 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     def clip_pair(query: StoredQuery) -> ClipPair:
         return ClipPair(query_id=query.id, left=f"media/{query.left_clip}", right=f"media/{query.right_clip}",
                         lease_expires=query.lease_expires, instructions=query.instructions,
-                        instructions_html=to_html(query.instructions), placing=query.placing)
+                        instructions_html=to_html(query.instructions), placing=query.placing, scale=query.scale)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -178,6 +198,15 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
         """Record a label: ``left``, ``right``, ``equal`` or ``cant_tell`` (skipped, never trained on)."""
         labelled = store.answer(body.query_id, body.annotator, body.label)
         return AnswerOut(query_id=body.query_id, label=body.label, labelled=labelled)
+
+    @app.post("/api/ratings", response_model=RatingOut, summary="Rate the clip of a leased query",
+              responses={404: {"description": "unknown query"},
+                         409: {"description": "lease expired, query already answered, or it compares two clips"},
+                         422: {"description": "a rating off the query's scale"}})
+    def rate(body: Annotated[RatingIn, Body()]) -> RatingOut:
+        """Record a rating of a query's clip, from 1 to its ``scale`` (null: "can't tell", skipped)."""
+        labelled = store.rate(body.query_id, body.annotator, body.rating)
+        return RatingOut(query_id=body.query_id, rating=body.rating, labelled=labelled)
 
     @app.post("/api/undo", response_model=ClipPair, summary="Withdraw my last answer",
               responses={409: {"description": "nothing to undo, or the label is already in training"}})

@@ -21,7 +21,11 @@ class ScriptedAnnotator:
     """Answers a run's queries in a thread until stopped (or the server is gone): the fragment with the
     higher true return is preferred, equal returns are ``equal``. A share ``random_rate`` of its answers are left
     or right at random instead (1: a person answering at random), and a share ``flip_rate`` of the others prefer
-    the fragment with the lower return (1: a person who misreads the task); both drawn from ``seed``."""
+    the fragment with the lower return (1: a person who misreads the task); both drawn from ``seed``.
+
+    A clip to rate gets the rating its true return earns on the query's scale between the lowest and the highest
+    return it has rated so far, as a person anchors a scale on what they have seen (the first one the middle); at
+    random when answering at random, and mirrored when misreading."""
 
     def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0,
                  random_rate: float = 0.0, flip_rate: float = 0.0, seed: int = 0) -> None:
@@ -29,6 +33,7 @@ class ScriptedAnnotator:
         self.store = QueryStore(self.run.queries_db)
         self.random_rate, self.flip_rate, self.rng = random_rate, flip_rate, np.random.default_rng(seed)
         self.answered = 0
+        self.seen = (np.inf, -np.inf)  # the lowest and highest return of the clips it rated
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._work, daemon=True)
 
@@ -45,9 +50,14 @@ class ScriptedAnnotator:
                 if query is None:
                     time.sleep(0.05)
                     continue
-                label = self._label(*self._returns(query["query_id"]))
-                answered = http.post("/api/answers", json={"query_id": query["query_id"], "annotator": self.name,
-                                                           "label": label})
+                if query["scale"]:
+                    rating = self._rating(self._rated_return(query["query_id"]), query["scale"])
+                    answered = http.post("/api/ratings", json={"query_id": query["query_id"],
+                                                               "annotator": self.name, "rating": rating})
+                else:
+                    label = self._label(*self._returns(query["query_id"]))
+                    answered = http.post("/api/answers", json={"query_id": query["query_id"],
+                                                               "annotator": self.name, "label": label})
                 if answered.status_code == 409:  # its lease ran out while it paused: on to the next, as a person
                     continue
                 answered.raise_for_status()
@@ -60,6 +70,16 @@ class ScriptedAnnotator:
         if first == second:
             return "equal"
         return "left" if (first > second) != (self.rng.random() < self.flip_rate) else "right"
+
+    def _rating(self, value: float, scale: int) -> int:
+        low, high = self.seen = (min(self.seen[0], value), max(self.seen[1], value))
+        if self.rng.random() < self.random_rate:
+            return int(self.rng.integers(1, scale + 1))
+        rating = (scale + 1) // 2 if high == low else min(scale, 1 + int((value - low) / (high - low) * scale))
+        return scale + 1 - rating if self.rng.random() < self.flip_rate else rating
+
+    def _rated_return(self, query_id: int) -> float:
+        return float(self.store.rated(np.array([query_id])).rews[0, 0].sum())
 
     def _returns(self, query_id: int) -> np.ndarray:
         return self.store.pairs(np.array([query_id])).rews[0].sum(axis=-1)

@@ -1,5 +1,5 @@
-// The labelling page: shows a leased query's two clips in sync, sends answers, and keeps the next
-// query's clips loaded so that it appears the moment one is answered.
+// The labelling page: shows a leased query's two clips in sync (or one clip to rate), sends answers, and keeps
+// the next query's clips loaded so that it appears the moment one is answered.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -36,19 +36,20 @@ function video(src) {
   return v;
 }
 
+// A query that asks for a rating shows its left clip alone (its scale is above 0).
 function slot(query) {
-  const left = video(query.left), right = video(query.right);
+  const left = video(query.left), right = query.scale ? null : video(query.right);
   // Each clip restarts only with the other, so the two stay in step.
   left.addEventListener("ended", () => restart(left, right));
   const loaded = (v) => new Promise((ok) => v.readyState >= 3 ? ok() : v.addEventListener("canplay", ok, { once: true }));
-  return { query, left, right, ready: Promise.all([loaded(left), loaded(right)]) };
+  return { query, left, right, ready: Promise.all([left, right].filter(Boolean).map(loaded)) };
 }
 
 function restart(left, right) {
-  left.currentTime = 0;
-  right.currentTime = 0;
-  left.play().catch(() => {});
-  right.play().catch(() => {});
+  for (const v of [left, right].filter(Boolean)) {
+    v.currentTime = 0;
+    v.play().catch(() => {});
+  }
 }
 
 async function fetchNext() {
@@ -69,13 +70,15 @@ function show(next, since) {
   }
   $("message").textContent = "";
   showInstructions(next.query);
+  showAnswers(next.query);
   // Placing a clip in the ranking: the left one is new, the right one ranked already.
-  $("left-caption").textContent = next.query.placing ? "New clip" : "Left";
+  $("left-caption").textContent = next.query.scale ? `Rate this clip from 1 to ${next.query.scale}`
+    : next.query.placing ? "New clip" : "Left";
   $("right-caption").textContent = next.query.placing ? "Ranked clip" : "Right";
   $("left").append(next.left);
-  $("right").append(next.right);
+  if (next.right) $("right").append(next.right);
   const playing = (v) => new Promise((ok) => v.addEventListener("playing", ok, { once: true }));
-  const both = Promise.all([playing(next.left), playing(next.right)]);
+  const both = Promise.all([next.left, next.right].filter(Boolean).map(playing));
   next.ready.then(() => restart(next.left, next.right));
   if (since !== undefined) both.then(() => rlhp.timings.push(performance.now() - since));
 }
@@ -90,8 +93,26 @@ function showInstructions(query) {
   box.hidden = !query.instructions;
 }
 
+// Rating buttons 1..scale for a clip to rate; the pair's buttons for two clips.
+function showAnswers(query) {
+  const box = $("ratings");
+  if (query.scale && box.children.length !== query.scale) {
+    box.replaceChildren(...Array.from({ length: query.scale }, (_, i) => {
+      const b = document.createElement("button");
+      b.dataset.rating = String(i + 1);
+      b.innerHTML = `${i + 1} <kbd>${(i + 1) % 10}</kbd>`;
+      b.addEventListener("click", () => answer(i + 1));
+      return b;
+    }));
+  }
+  box.hidden = !query.scale;
+  $("right-figure").hidden = Boolean(query.scale);
+  document.body.classList.toggle("single", Boolean(query.scale));
+  for (const b of document.querySelectorAll("button.pair")) b.hidden = Boolean(query.scale);
+}
+
 function setButtons(enabled) {
-  for (const b of document.querySelectorAll("button[data-label]")) b.disabled = !enabled;
+  for (const b of document.querySelectorAll("button[data-label], button[data-rating]")) b.disabled = !enabled;
 }
 
 function prefetch() {
@@ -108,7 +129,11 @@ async function answer(label) {
   const next = await upcoming;
   show(next, since);
   try {
-    const out = await api("api/answers", { query_id: done.query.query_id, annotator: name, label });
+    // A rating is a number (or "can't tell", sent as null) to api/ratings; a choice between clips to api/answers.
+    const out = done.query.scale
+      ? await api("api/ratings", { query_id: done.query.query_id, annotator: name,
+        rating: label === "cant_tell" ? null : label })
+      : await api("api/answers", { query_id: done.query.query_id, annotator: name, label });
     labelled = out.labelled;
     answerTimes.push(Date.now());
     rlhp.sent.push({ query_id: done.query.query_id, label });
@@ -212,7 +237,12 @@ async function start() {
 
 document.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement || event.repeat || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (KEYS[event.key]) { event.preventDefault(); answer(KEYS[event.key]); }
+  const scale = current ? current.query.scale : 0;
+  const digit = "1234567890".indexOf(event.key) + 1; // 0 is ten
+  if (scale && digit >= 1 && digit <= scale) { event.preventDefault(); answer(digit); }
+  else if (scale && KEYS[event.key] === "cant_tell") { event.preventDefault(); answer("cant_tell"); }
+  else if (scale && KEYS[event.key]) return; // a choice between clips means nothing for one clip
+  else if (KEYS[event.key]) { event.preventDefault(); answer(KEYS[event.key]); }
   else if (event.key === "Backspace" || event.key === "u" || event.key === "z") { event.preventDefault(); undo(); }
 });
 for (const b of document.querySelectorAll("button[data-label]")) b.addEventListener("click", () => answer(b.dataset.label));
