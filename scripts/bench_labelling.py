@@ -11,12 +11,13 @@ thread draws them (MuJoCo through EGL) a few ahead of the person, as in a run; `
 Hopper in another process meanwhile, as the agent of a run would.
 
 ``--mode rank`` publishes the pairs' clips to be placed in a ranking (``querent.mode=rank``) instead: each answer
-makes the clip's next comparison on the server, which the page leases once the answer is in.
+makes the clip's next comparison on the server, which the page leases once the answer is in. ``--mode rate``
+publishes them to be rated alone (``querent.mode=rate``), answered with the number keys.
 
 Also times the API alone (lease + answer round trips, one client) and the trainer's side (drawing and
 encoding a query's two clips).
 
-    python scripts/bench_labelling.py [--env cartpole|hopper] [--mode pairs|rank] [--busy] [--answers 120]
+    python scripts/bench_labelling.py [--env cartpole|hopper] [--mode pairs|rank|rate] [--busy] [--answers 120]
         [--watch-ms 400] [--json]
 """
 
@@ -43,7 +44,8 @@ from rlhp.runs import RunFolder
 from rlhp.sources.policies import random_policy
 from rlhp.sources.rollout import rollout
 
-KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"]
+KEYS = {"pairs": ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"], "rate": ["3", "1", "5", "2", "4"]}
+"""The keys pressed in turn: a choice between two clips (pairs and rank modes), or a rating."""
 
 
 def cartpole_pairs(n: int, length: int = 20, seed: int = 0) -> FragmentPairs:
@@ -83,7 +85,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=120)
     parser.add_argument("--watch-ms", type=int, default=400, help="how long the 'person' watches each pair")
     parser.add_argument("--env", choices=["cartpole", "hopper"], default="cartpole")
-    parser.add_argument("--mode", choices=["pairs", "rank"], default="pairs", help="the querent's mode")
+    parser.add_argument("--mode", choices=["pairs", "rank", "rate"], default="pairs", help="the querent's mode")
     parser.add_argument("--busy", action="store_true", help="train SAC on Hopper in another process meanwhile")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -120,8 +122,10 @@ def main() -> None:
                     for _ in range(40):
                         t0 = time.perf_counter()
                         query = http.get("/api/next", params={"annotator": "api"}).json()["query"]
-                        http.post("/api/answers", json={"query_id": query["query_id"], "annotator": "api",
-                                                        "label": "left"}).raise_for_status()
+                        path, given = ("/api/ratings", {"rating": 3}) if query["scale"] else \
+                            ("/api/answers", {"label": "left"})
+                        http.post(path, json={"query_id": query["query_id"], "annotator": "api",
+                                              **given}).raise_for_status()
                         trips.append((time.perf_counter() - t0) * 1000)
                 results["API lease + answer, ms"] = percentiles(trips)
             with sync_playwright() as p:
@@ -134,7 +138,8 @@ def main() -> None:
                 for i in range(args.answers):
                     page.wait_for_function(f"window.rlhp.timings.length >= {i}")
                     page.wait_for_timeout(args.watch_ms)
-                    page.keyboard.press(KEYS[i % len(KEYS)])
+                    keys = KEYS["rate" if args.mode == "rate" else "pairs"]
+                    page.keyboard.press(keys[i % len(keys)])
                 page.wait_for_function(f"window.rlhp.sent.length >= {args.answers}")
                 minutes = (time.perf_counter() - begin) / 60
                 timings = page.evaluate("window.rlhp.timings")
@@ -157,7 +162,8 @@ def main() -> None:
     print(f"{'measure':<40} {'n':>5} {'p50':>8} {'p95':>8} {'max':>8}")
     for name, r in results.items():
         print(f"{name:<40} {r['n']:>5} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['max']:>8.1f}")
-    print(f"\n{args.env}, mode {args.mode}{', SAC training beside it' if args.busy else ''}: drawing and encoding a query's two clips "
+    beside = ", SAC training beside it" if args.busy else ""
+    print(f"\n{args.env}, mode {args.mode}{beside}: drawing and encoding a query's two clips "
           f"takes {per_query:.0f} ms (mean of 10)")
     print(f"{args.answers} answers in {minutes * 60:.1f} s with {args.watch_ms} ms of watching each: "
           f"{args.answers / minutes:.0f} labels/min (target p95 < 150 ms, >= 30 labels/min)")

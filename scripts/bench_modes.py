@@ -1,14 +1,17 @@
 """Person-minutes per labelling mode: the same run labelled over HTTP by a scripted person who compares pairs
-(``querent.mode=pairs``) and by one who places clips in a ranking (``querent.mode=rank``).
+(``querent.mode=pairs``), one who places clips in a ranking (``querent.mode=rank``) and one who rates clips alone
+(``querent.mode=rate``).
 
 Each mode labels ``--experiment`` (``gatherer=human``, the clips drawn and served as for people) on seeds
-``--seeds``. The annotator answers from the fragments' true returns and takes ``--pause-s`` after each answer, the
-time a person takes to watch a pair, so the run waits on it as it would on a person; a person-minute is that time
-summed over the answers. Ranking places both clips of each of ``--rank-pairs`` pairs (``total_comparisons``) and
-trains on every pair the ranking implies. A finished run under ``--root`` is reused. The table: each mode's final
-true return (mean ± 95% interval), answers, person-minutes, labels trained on, and person-minutes over pairs'.
+``--seeds``. The annotator answers from the fragments' true returns and waits after each answer the time a person
+takes, ``--pause-s`` to watch a pair and ``--rate-pause-s`` to watch one clip, so the run waits on it as it would
+on a person; a person-minute is that time summed over the answers. Ranking places both clips of each of
+``--rank-pairs`` pairs (``total_comparisons``) and trains on every pair the ranking implies; rating rates both clips
+of each of ``--rate-pairs`` pairs. A finished run under ``--root`` is reused. The table: each mode's final true
+return (mean ± 95% interval), answers, person-minutes, labels trained on (pairs, or rated clips), and
+person-minutes over pairs'.
 
-    python scripts/bench_modes.py --seeds 5 --first-seed 1 --out docs/benchmarks.md
+    python scripts/bench_modes.py --seeds 5 --first-seed 6 --out docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -33,30 +36,35 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--rank-pairs", type=int, default=10, help="total_comparisons in ranking mode")
+    parser.add_argument("--rate-pairs", type=int, default=25, help="total_comparisons in rating mode")
     parser.add_argument("--pause-s", type=float, default=1.5, help="a person's time per answer (watching a pair)")
+    parser.add_argument("--rate-pause-s", type=float, default=1.0, help="a person's time per rating (one clip)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--machine", default="2-core CPU", help="where the runs ran, for the table's caption")
     add_run_options(parser, "multirun/bench_modes", "bench_modes")
     args = parser.parse_args()
-    if args.seeds < 1 or args.jobs < 1 or args.rank_pairs < 1 or args.pause_s < 0:
-        parser.error("--seeds, --jobs and --rank-pairs must be positive, --pause-s not negative")
+    if min(args.seeds, args.jobs, args.rank_pairs, args.rate_pairs) < 1 or min(args.pause_s, args.rate_pause_s) < 0:
+        parser.error("--seeds, --jobs, --rank-pairs and --rate-pairs must be positive, the pauses not negative")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"]}
+    modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"],
+             "rate": ["querent.mode=rate", f"total_comparisons={args.rate_pairs}"]}
+    pause = {"pairs": args.pause_s, "rank": args.pause_s, "rate": args.rate_pause_s}
     jobs = [(mode, seed) for mode in modes for seed in seeds]
 
     def run(job: tuple[str, int]) -> Run:
         mode, seed = job
         folder = args.root / mode / str(seed)
-        person = ScriptedAnnotator(folder, "person", pause_s=args.pause_s, seed=seed)
+        person = ScriptedAnnotator(folder, "person", pause_s=pause[mode], seed=seed)
         return run_labelled(folder, [f"experiment={args.experiment}", *modes[mode], *args.override], [person], seed)
 
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = dict(zip(jobs, pool.map(run, jobs), strict=True))
     lines = [f"Written by `python scripts/bench_modes.py --experiment {args.experiment} --seeds {args.seeds} "
-             f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --pause-s {args.pause_s:g}` on a "
-             f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human` "
-             f"answered over HTTP by one scripted person, {args.pause_s:g} s an answer; seeds "
-             f"{seeds.start}-{seeds.stop - 1}, true return mean ± 95% CI.", "",
+             f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
+             f"--pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a {args.machine} "
+             f"({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human querent=web "
+             f"querent.mode=<mode>` answered over HTTP by one scripted person, {args.pause_s:g} s a pair, "
+             f"{args.rate_pause_s:g} s a rating; seeds {seeds.start}-{seeds.stop - 1}, true return mean ± 95% CI.", "",
              "| mode | true return | answers | person-minutes | labels trained on | person-minutes vs pairs |",
              "|---|---:|---:|---:|---:|---:|"]
     minutes = {}
@@ -65,9 +73,10 @@ def main() -> None:
         returns = np.array([r.evaluation["true_return_mean"] for r in done])
         status = [QueryStore(r.folder.queries_db).status() for r in done]
         answers = np.array([s["answers"] for s in status])
-        minutes[mode] = answers.mean() * args.pause_s / 60
+        minutes[mode] = answers.mean() * pause[mode] / 60
+        trained = [s["in_training"] if mode != "rate" else r.folder.metrics()[-1]["ratings"] for s, r in zip(status, done)]
         lines.append(f"| {mode} | {cell(returns)} | {answers.mean():.0f} | {minutes[mode]:.1f} | "
-                     f"{np.mean([s['in_training'] for s in status]):.0f} | {minutes[mode] / minutes['pairs']:.0%} |")
+                     f"{np.mean(trained):.0f} | {minutes[mode] / minutes['pairs']:.0%} |")
     show("\n".join(lines), args.out, args.block)
 
 

@@ -4,7 +4,6 @@ pairs), the store's and the API's rating queries, the querent's mix and a run la
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
