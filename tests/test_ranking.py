@@ -330,3 +330,25 @@ class Ranking(RuleBasedStateMachine):
 Ranking.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None, database=None,
                                      suppress_health_check=list(HealthCheck))
 test_the_ranking_stays_whole_through_any_sequence_of_answers_undos_takes_and_expiries = Ranking.TestCase
+
+
+def test_a_round_waits_for_its_share_of_clips_placed_and_takes_the_pairs_they_implied_meanwhile(tmp_path):
+    from rlhp.human.gatherer import HumanGatherer
+
+    store, _ = ranked_store(tmp_path, n=4)  # clip 0 opens the ranking; 7 wait for a comparison
+    assert store.count_answered() == (0, 7)
+    gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5, poll_s=0.01)
+
+    def person() -> None:  # places four clips, one comparison at a time, as the round waits
+        while store.status()["ranked_clips"] < 5:
+            query = store.lease_next("alice", 60)
+            store.answer(query.id, "alice", returns_label(store.pairs(np.array([query.id]))))
+
+    import threading
+
+    worker = threading.Thread(target=person)
+    worker.start()
+    answers = gatherer()
+    worker.join()
+    assert store.count_answered() == (0, 3)  # the four placed by then counted, and all they implied taken
+    assert len(answers) == 5 * 4 // 2

@@ -100,11 +100,11 @@ class HumanGatherer(PreferenceGatherer):
             self._start_server()
         # Labels taken in rounds after the checkpoint a resumed run starts from are taken again.
         self.store.untake(self.rounds)
-        ids = self.store.open_ids()
         start = time.monotonic()
-        if len(ids):
-            self._wait(len(ids))
+        if len(self.store.open_ids()):
+            self._wait(sum(self.store.count_answered()))  # a ranking's clips, not the pairs they imply
         left_out = self._judge_team()
+        ids = self.store.open_ids()  # with the pairs a ranking implied while it waited
         taken = self.store.take(ids, self.rounds)
         self.rounds += 1
         self._last = {"queries_pending": self.store.count_answered()[1], "labels_answered": int(taken.done.sum()),

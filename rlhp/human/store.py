@@ -432,10 +432,13 @@ class QueryStore:
         return _clip_pairs([(clip_of[i],) for i in keys], clips)
 
     def count_answered(self) -> tuple[int, int]:
-        """(answered and not yet taken, still pending) queries."""
+        """(answered and not yet taken, still pending) queries, a ranking's clips counting as one query each: a clip
+        placed whose implied pairs wait to be taken is answered, a clip being placed (its comparison) pending."""
         with self._connect() as db:
-            counts = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
-        return counts.get("answered", 0), counts.get("pending", 0)
+            counts = dict(db.execute("SELECT state, count(*) FROM queries WHERE kind != 'implied' GROUP BY state"))
+            placed = db.execute("SELECT count(DISTINCT clip) FROM queries WHERE kind = 'implied' AND "
+                                "state = 'answered'").fetchone()[0]
+        return counts.get("answered", 0) + placed, counts.get("pending", 0)
 
     def take(self, ids: np.ndarray, round_: int) -> Taken:
         """Mark the answered ones of ``ids`` as taken in ``round_`` and return their labels (an implied pair's is the
