@@ -69,7 +69,8 @@ def test_next_answer_and_status(api):
     status = api.get("/api/status").json()
     assert status["pending"] == 2 and status["answered"] == 1 and status["annotators"] == {"alice": 1}
     assert api.get("/").status_code == 200 and "Which clip" in api.get("/").text
-    assert set(api.get("/openapi.json").json()["paths"]) == {"/api/next", "/api/answers", "/api/undo", "/api/status"}
+    assert set(api.get("/openapi.json").json()["paths"]) == {"/api/next", "/api/answers", "/api/ratings", "/api/undo",
+                                                             "/api/status"}
     assert api.get("/docs").status_code == 200
 
 

@@ -87,10 +87,10 @@ class EvenIdsGatherer(OracleGatherer):
 
 
 class SpyTrainer(RewardTrainer):
-    def train(self, dataset, epoch_multiplier=1.0):
+    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
         self.multipliers = [*getattr(self, "multipliers", []), epoch_multiplier]
         self.events = [*getattr(self, "events", []), f"train on {len(dataset)}"]
-        return super().train(dataset, epoch_multiplier)
+        return super().train(dataset, epoch_multiplier, ratings)
 
 
 class Recorder(Callback):
