@@ -74,7 +74,8 @@ def main() -> None:
         status = [QueryStore(r.folder.queries_db).status() for r in done]
         answers = np.array([s["answers"] for s in status])
         minutes[mode] = answers.mean() * pause[mode] / 60
-        trained = [s["in_training"] if mode != "rate" else r.folder.metrics()[-1]["ratings"] for s, r in zip(status, done)]
+        trained = [r.folder.metrics()[-1]["ratings"] if mode == "rate" else s["in_training"]
+                   for s, r in zip(status, done, strict=True)]
         lines.append(f"| {mode} | {cell(returns)} | {answers.mean():.0f} | {minutes[mode]:.1f} | "
                      f"{np.mean(trained):.0f} | {minutes[mode] / minutes['pairs']:.0%} |")
     show("\n".join(lines), args.out, args.block)
