@@ -184,16 +184,17 @@ def test_a_pickled_gatherer_leaves_its_session_behind_and_waits_again_when_loade
     assert len(loaded()) == 1 and time.monotonic() - start >= 0.3  # it waits for the first label, not stopped
 
 
-def journal(run_dir):
-    labels = RunFolder(run_dir).labels_dir
-    return [PreferenceDataset.load(p) for p in sorted(labels.iterdir())]
+def journal(run_dir, kind: str = "labels"):
+    folder = RunFolder(run_dir).labels_dir if kind == "labels" else RunFolder(run_dir).ratings_dir
+    return [PreferenceDataset.load(p) for p in sorted(folder.iterdir())] if folder.is_dir() else []
 
 
 @pytest.mark.slow
-def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path):
+@pytest.mark.parametrize("asks", [[], ["querent.mode=rate", "querent.rate_share=0.5"]], ids=["pairs", "and_ratings"])
+def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path, asks):
     run_dir = tmp_path / "run"
     command = [str(BIN / "rlhp-train"), *FAST, "gatherer=human", "gatherer.port=0", "gatherer.timeout_s=1",
-               "total_comparisons=40", "num_iterations=4", f"hydra.run.dir={run_dir}"]
+               "total_comparisons=40", "num_iterations=4", *asks, f"hydra.run.dir={run_dir}"]
     env = {**os.environ, "WANDB_MODE": "offline"}
     with ScriptedAnnotator(run_dir, "first"):
         trainer = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -213,6 +214,14 @@ def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path):
     taken = np.concatenate([d.ids for d in journal(run_dir)])
     assert len(set(final.ids.tolist())) == len(final.ids) == len(taken)  # nothing counted twice
     assert set(final.ids.tolist()) == set(taken.tolist())
+    rated = [d.ids for d in journal(run_dir, "ratings")]
+    if asks:  # the ratings likewise: each once in training, as journalled
+        rated = np.concatenate(rated)
+        kept = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "ratings").ids
+        assert len(set(kept.tolist())) == len(kept) == len(rated) > 0 and set(kept.tolist()) == set(rated.tolist())
+        taken = np.concatenate([taken, rated])
+    else:
+        assert not rated
     answered = {a[0] for a in QueryStore(RunFolder(run_dir).queries_db).answers()}
     # Every answer given is in training, except those that came after the last round took its labels.
     assert set(taken.tolist()) <= answered and len(answered - set(taken.tolist())) <= 10
