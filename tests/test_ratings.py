@@ -206,3 +206,36 @@ def test_a_person_rating_clips_over_http_teaches_cartpole(tmp_path):
     assert QueryStore(run.queries_db).status()["answers"] == 50
     assert run.metrics()[-1]["ratings"] == 50 and run.metrics()[-1]["rating_accuracy"] > 0.5
     assert len(PreferenceDataset.load(run.path / "checkpoints" / "final" / "ratings")) == 50
+
+
+def test_an_export_carries_the_ratings_as_a_second_config_and_a_run_of_ratings_alone_exports(tmp_path):
+    import datasets
+    import yaml
+
+    from rlhp.human.server.export import export_labels
+
+    run = RunFolder(tmp_path / "run")
+    rated, _ = clips_rated_by_return(4, 5)
+    journal = PreferenceDataset()
+    journal.push(rated.pairs, np.array([2, np.nan, 5, 1], np.float32), np.arange(4))
+    journal.save(run.ratings_dir / "round_0000", annotator=["alice"] * 4, answered_at=np.ones(4),
+                 skipped=np.array([False, True, False, False]), scale=np.full(4, 5))
+    alone = export_labels(run.path, str(tmp_path / "alone"))
+    card = (tmp_path / "alone" / "README.md").read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["ratings"]
+    assert "3 clips rated alone on a scale of 1 to 5 (1 of them \"can't tell\")" in card
+    got = datasets.load_dataset("parquet", data_files=f"{alone}/ratings/*.parquet", split="train")
+    np.testing.assert_array_equal(np.asarray(got["label"], np.float32), [2, np.nan, 5, 1])
+    assert got["round"] == [0] * 4 and not (tmp_path / "alone" / "data").exists()
+    labels = PreferenceDataset()
+    labels.push(random_pairs(2), np.array([1.0, 0.0], np.float32), np.array([10, 11]))
+    labels.save(run.labels_dir / "round_0001", annotator=["bob", "bob"], answered_at=np.ones(2),
+                skipped=np.zeros(2, bool))
+    both = export_labels(run.path, str(tmp_path / "both"))
+    header = yaml.safe_load((tmp_path / "both" / "README.md").read_text().split("---")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["default", "ratings"]
+    assert header["rlhp"]["annotators"] == {"alice": 4, "bob": 2} and header["rlhp"]["pairs"] == 2
+    pairs = datasets.load_dataset("parquet", data_files=f"{both}/data/*.parquet", split="train")
+    assert pairs["id"] == [10, 11]
+    assert export_labels(run.path, str(tmp_path / "both")) == str(tmp_path / "both")  # an earlier export: written again

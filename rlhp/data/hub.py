@@ -29,6 +29,8 @@ _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 PREVIEW = "preview.mp4"
 HUB_CONFIGS = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}]
 """The card's data section: the staged Parquet files are the train split."""
+RATINGS_CONFIG = {"config_name": "ratings", "data_files": [{"split": "train", "path": "ratings/train-*.parquet"}]}
+"""A label export's second config: the clips people rated (``querent.mode=rate``)."""
 
 
 def is_repo_id(text: str) -> bool:
@@ -111,7 +113,8 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
     header = {"license": "mit", "task_categories": ["reinforcement-learning"],
               "tags": ["rlhp", "reinforcement-learning", "human-preferences", "rlhf",
                        meta.get("env_id", "unknown").replace("/", "-")],
-              "configs": HUB_CONFIGS,
+              "configs": (HUB_CONFIGS if meta.get("pairs", 0) or meta.get("skipped", 0) else []) +
+                         ([RATINGS_CONFIG] if meta.get("ratings") else []),
               "rlhp": meta}
     people = meta.get("annotators", {})
     body = [
@@ -132,9 +135,18 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
         f'ds = datasets.load_dataset("{repo_id or "<repo id>"}", split="train")',
         "# an exported folder (load_dataset(folder) may serve an earlier folder of the same name from its cache):",
         'ds = datasets.load_dataset("parquet", data_files="<folder>/data/*.parquet", split="train")', "```", "",
-        "## What people were asked", "",
-        "Each label's `instructions` column holds the text shown above its clips.", "",
     ]
+    if meta.get("ratings"):
+        body += [
+            "## Ratings", "",
+            f"{meta['ratings']} clips rated alone on a scale of 1 to {meta.get('rating_scale', '?')} "
+            f"({meta.get('ratings_skipped', 0)} of them \"can't tell\"), in the `ratings` config: the same columns, "
+            "each row one clip (the fragment axis has length 1) and `label` its rating (NaN when skipped).", "",
+            "```python", f'ratings = datasets.load_dataset("{repo_id or "<repo id>"}", "ratings", split="train")',
+            'ratings = datasets.load_dataset("parquet", data_files="<folder>/ratings/*.parquet", split="train")',
+            "```", ""]
+    body += ["## What people were asked", "",
+             "Each label's `instructions` column holds the text shown above its clips.", ""]
     for text, count in meta.get("instructions", {}).items():
         quoted = "\n".join(f"> {line}" for line in text.splitlines()) if text else \
             "> (no instructions: the page asked \"Which clip does the task better?\")"
@@ -155,12 +167,16 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
 
 
-def stage_for_hub(ds: datasets.Dataset, folder: str | Path, card: DatasetCard, video: str | Path | None) -> Path:
-    """Write the repo's files into ``folder``: Parquet data, the card and the preview video."""
+def stage_for_hub(ds: datasets.Dataset | None, folder: str | Path, card: DatasetCard, video: str | Path | None,
+                  more: dict[str, datasets.Dataset] | None = None) -> Path:
+    """Write the repo's files into ``folder``: Parquet data (``ds`` in ``data/``, each of ``more`` in a folder of its
+    name: another config of the repo), the card and the preview video."""
     folder = Path(folder)
     shutil.rmtree(folder, ignore_errors=True)
-    (folder / "data").mkdir(parents=True)
-    ds.to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    folder.mkdir(parents=True)
+    for name, part in (({"data": ds} if ds is not None else {}) | (more or {})).items():
+        (folder / name).mkdir()
+        part.to_parquet(str(folder / name / "train-00000-of-00001.parquet"))
     card.save(folder / "README.md")
     if video is not None:
         shutil.copy(video, folder / PREVIEW)

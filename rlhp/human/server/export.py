@@ -20,17 +20,25 @@ from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
-def labels_dataset(run: RunFolder) -> datasets.Dataset:
-    """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
-    rounds = sorted(p for p in run.labels_dir.glob("round_*") if p.is_dir()) if run.labels_dir.is_dir() else []
+def journal_dataset(folder: Path) -> datasets.Dataset | None:
+    """Every row of a journal folder's rounds (``round_XXXX``), each with its round; None when it holds none."""
+    rounds = sorted(p for p in folder.glob("round_*") if p.is_dir()) if folder.is_dir() else []
     if not rounds:
-        raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
+        return None
     parts = [load_saved(p) for p in rounds]
     parts = [ds.add_column("round", [int(p.name[6:])] * len(ds)) for p, ds in zip(rounds, parts, strict=True)]
     return datasets.concatenate_datasets(parts)
 
 
-EXPORTED = {"README.md", "data"}
+def labels_dataset(run: RunFolder) -> datasets.Dataset:
+    """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
+    ds = journal_dataset(run.labels_dir)
+    if ds is None:
+        raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
+    return ds
+
+
+EXPORTED = {"README.md", "data", "ratings"}
 """What an export writes into its folder: a folder holding only these may be written again."""
 
 
@@ -49,25 +57,39 @@ def check_export_dest(dest: str) -> None:
 
 
 def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: HfApi | None = None) -> str:
-    """Write the labels to folder ``dest``, or push them to dataset repo ``dest`` (``owner/name``);
-    return where they went."""
+    """Write the labels (and the ratings, in a second config) to folder ``dest``, or push them to dataset repo
+    ``dest`` (``owner/name``); return where they went."""
     check_export_dest(dest)
     run = RunFolder(run_dir)
-    ds = labels_dataset(run)
+    ds, rated = journal_dataset(run.labels_dir), journal_dataset(run.ratings_dir)
+    if ds is None and rated is None:
+        raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ and ratings/ folders are empty)")
     store = QueryStore(run.queries_db) if run.queries_db.is_file() else None
-    asked = store.instructions(ds["id"]) if store else [""] * len(ds)
-    ds = ds.add_column("instructions", asked)
-    names = Counter(n for joined in ds["annotator"] for n in joined.split(",")) if "annotator" in ds.column_names \
-        else Counter()
+    parts = {name: part for name, part in (("pairs", ds), ("ratings", rated)) if part is not None}
+    asked = []
+    for name, part in parts.items():
+        told = store.instructions(part["id"]) if store else [""] * len(part)
+        parts[name] = part.add_column("instructions", told)
+        asked += told
+    names = Counter(n for part in parts.values() if "annotator" in part.column_names
+                    for joined in part["annotator"] for n in joined.split(","))
     env_id = run.config().env.id if run.config_yaml.is_file() else "unknown env"
-    skipped = sum(ds["skipped"]) if "skipped" in ds.column_names else 0
-    meta = {"env_id": env_id, "pairs": len(ds) - skipped, "skipped": skipped, "annotators": dict(names),
-            "frame_stack": json.loads(ds.info.description or "{}").get("frame_stack", 1),
+
+    def skipped(part: datasets.Dataset | None) -> int:
+        return sum(part["skipped"]) if part is not None and "skipped" in part.column_names else 0
+
+    first = next(iter(parts.values()))
+    meta = {"env_id": env_id, "pairs": len(ds) - skipped(ds) if ds is not None else 0, "skipped": skipped(ds),
+            "annotators": dict(names), "frame_stack": json.loads(first.info.description or "{}").get("frame_stack", 1),
             "instructions": dict(Counter(asked)),
             "team": {name: asdict(person) for name, person in store.team().items()} if store else {}}
+    if rated is not None:
+        meta.update(ratings=len(rated) - skipped(rated), ratings_skipped=skipped(rated),
+                    rating_scale=int(rated["scale"][0]) if "scale" in rated.column_names else None)
     repo = dest if is_repo_id(dest) and not Path(dest).exists() else None
     folder = run.path / "hub-labels" if repo else Path(dest)
-    stage_for_hub(ds, folder, labels_card(meta, repo), None)
+    stage_for_hub(parts.get("pairs"), folder, labels_card(meta, repo), None,
+                  {"ratings": parts["ratings"]} if "ratings" in parts else None)
     if repo is None:
         return str(folder)
     return push_to_hub(folder, repo, private, api, message="Upload human preference labels with rlhp-annotate")
