@@ -70,7 +70,7 @@ def test_next_answer_and_status(api):
     assert status["pending"] == 2 and status["answered"] == 1 and status["annotators"] == {"alice": 1}
     assert api.get("/").status_code == 200 and "Which clip" in api.get("/").text
     assert set(api.get("/openapi.json").json()["paths"]) == {"/api/next", "/api/answers", "/api/ratings", "/api/undo",
-                                                             "/api/status"}
+                                                             "/api/release", "/api/status"}
     assert api.get("/docs").status_code == 200
 
 
@@ -204,6 +204,14 @@ def test_a_leased_query_is_nobody_elses_and_never_twice_anyones(tmp_path):
         assert status["answered"] == 1 and status["multi_labelled"] == 1 and status["agreement"] == 0.0
     taken = QueryStore(RunFolder(tmp_path).queries_db).take(np.array([0]), round_=0)
     assert taken.labels.tolist() == [0.5] and taken.annotators == ["alice,bob"]  # labels are averaged
+
+
+def test_a_person_who_opens_the_page_anew_gets_back_what_they_held_at_once(api):
+    held = [lease(api)["query_id"], lease(api)["query_id"]]
+    assert api.post("/api/release", json={"annotator": "bob"}).json() == {"released": 0}
+    assert lease(api)["query_id"] == 0  # the last one free: alice still holds the other two
+    assert api.post("/api/release", json={"annotator": "alice"}).json() == {"released": 3}
+    assert lease(api)["query_id"] == held[0]  # the newest again, at once
 
 
 def test_undo_takes_back_the_last_answer_until_it_is_in_training(api, tmp_path):

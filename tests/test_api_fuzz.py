@@ -70,4 +70,4 @@ def test_every_operation_answers_every_input_without_a_server_error(tmp_path, la
 
 def test_the_schema_lists_every_operation_of_the_page():
     assert sorted(OPERATIONS) == ["GET /api/next", "GET /api/status", "POST /api/answers", "POST /api/ratings",
-                                  "POST /api/undo"]
+                                  "POST /api/release", "POST /api/undo"]

@@ -1,10 +1,11 @@
-"""The labelling API driven through random sequences of leases, answers, undos and the trainer's takes and
-expiries (a hypothesis state machine), each answer checked against a model of the rules:
+"""The labelling API driven through random sequences of leases, answers, undos, releases and the trainer's takes
+and expiries (a hypothesis state machine), each answer checked against a model of the rules:
 
 - a person is handed the newest pending query they have neither answered nor hold, while its answers and
   live leases are fewer than it wants;
 - an answer needs a live lease of one's own on a pending query, once per person;
 - undo withdraws one's last answer, unless the trainer has taken or dropped it, and hands the query back;
+- a release gives up every lease of one's own;
 - the status counts what the model counts.
 
 Schemathesis' stateful mode follows OpenAPI links, which FastAPI's schema does not have; a model says more
@@ -120,6 +121,14 @@ class Labelling(RuleBasedStateMachine):
         self.clips(response.json(), query, start)
         self.state[query] = "pending"
         self.leases.add((query, who))
+
+    @rule(who=st.sampled_from(PEOPLE))
+    def release(self, who: str) -> None:
+        """A person opens the page anew: the leases they held are given up."""
+        response = self.client.post("/api/release", json={"annotator": who})
+        held = {lease for lease in self.leases if lease[1] == who}
+        assert response.status_code == 200 and response.json() == {"released": len(held)}
+        self.leases -= held
 
     @rule()
     def take(self) -> None:

@@ -223,6 +223,7 @@ def test_a_person_places_clips_in_the_ranking_by_keys_undoes_one_and_a_reload_ke
         page.reload()  # the ranking lives in the run folder: a reload shows it as it was
         page.wait_for_function(f"document.getElementById('ranked').textContent === '{ranked}'", timeout=10_000)
         assert page.locator("#ranking").is_visible() and page.locator("#labelled").inner_text() == "2"
+        page.wait_for_function(BOTH_PLAYING, timeout=10_000)  # what it held before the reload is shown again
         browser.close()
     groups = store.ranking()
     assert sum(map(len, groups)) == 3 and max(map(len, groups)) == 2  # the equal answer made one group of two

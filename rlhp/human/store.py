@@ -510,6 +510,12 @@ class QueryStore:
             db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (row[0], annotator, now + lease_s))
         return Query(row[0], row[1], row[2], now + lease_s, row[3], bool(row[4]), row[5])
 
+    def release(self, annotator: str) -> int:
+        """Give up this annotator's leases (a page opened anew: what it held is handed out again, first to them);
+        return how many."""
+        with self._transaction() as db:
+            return db.execute("DELETE FROM leases WHERE annotator = ?", (annotator,)).rowcount
+
     def answer(self, query_id: int, annotator: str, choice: str) -> int:
         """Record an answer to a query leased to this annotator that compares two clips; return how many answers
         they have given."""

@@ -100,10 +100,16 @@ class RatingOut(BaseModel):
     labelled: int
 
 
-class UndoIn(BaseModel):
-    """Whose last answer to withdraw."""
+class Who(BaseModel):
+    """An annotator: whose last answer to withdraw, or whose leases to give up."""
 
     annotator: Annotator
+
+
+class Released(BaseModel):
+    """How many leases the annotator gave up."""
+
+    released: int
 
 
 class Status(BaseModel):
@@ -210,9 +216,15 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
 
     @app.post("/api/undo", response_model=ClipPair, summary="Withdraw my last answer",
               responses={409: {"description": "nothing to undo, or the label is already in training"}})
-    def undo(body: Annotated[UndoIn, Body()]) -> ClipPair:
+    def undo(body: Annotated[Who, Body()]) -> ClipPair:
         """Delete the annotator's last answer and lease its query to them again, to answer anew."""
         return clip_pair(store.undo(body.annotator, lease_s))
+
+    @app.post("/api/release", response_model=Released, summary="Give up my leases")
+    def release(body: Annotated[Who, Body()]) -> Released:
+        """Hand back every query leased to the annotator, as the page does when it opens (after a reload, the
+        queries it held are handed out again at once, not when their leases run out)."""
+        return Released(released=store.release(body.annotator))
 
     @app.get("/api/status", response_model=Status, summary="Progress of the labelling")
     def status() -> Status:

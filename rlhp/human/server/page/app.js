@@ -222,6 +222,8 @@ async function start() {
   $("signin").hidden = true;
   $("labelling").hidden = false;
   try {
+    // What this person held before a reload is theirs to see again now, not when its leases run out.
+    await api("api/release", { annotator: name });
     const status = await api("api/status");
     labelled = status.annotators[name] || 0;
     refresh(status);
