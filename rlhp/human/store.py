@@ -300,13 +300,8 @@ class QueryStore:
         now = time.time()
         with self._transaction() as db:
             told = self._instructions_id(db, instructions)
-            db.executemany("INSERT INTO sources (id, pair) VALUES (?, ?)",
-                           [(int(q), pair_to_blob(pairs, i)) for i, q in enumerate(sources)])
-            clips = clip_ids(sources).ravel()
-            db.executemany("INSERT INTO clips (id, source, side, media, round) VALUES (?, ?, ?, ?, ?)",
-                           [(int(c), int(c) // 2, int(c) % 2, clip_media(int(c)), round_) for c in clips])
-            for clip in clips:
-                self._advance(db, int(clip), "", now, told)
+            for clip in _add_clips(db, sources, round_, pairs, "placing"):
+                self._advance(db, clip, "", now, told)
 
     def publish_ratings(self, sources: np.ndarray, round_: int, pairs: FragmentPairs, instructions: str,
                         scale: int) -> None:
@@ -315,11 +310,7 @@ class QueryStore:
         now = time.time()
         with self._transaction() as db:
             told = self._instructions_id(db, instructions)
-            db.executemany("INSERT INTO sources (id, pair) VALUES (?, ?)",
-                           [(int(q), pair_to_blob(pairs, i)) for i, q in enumerate(sources)])
-            clips = [int(c) for c in clip_ids(sources).ravel()]
-            db.executemany("INSERT INTO clips (id, source, side, media, round, state) VALUES (?, ?, ?, ?, ?, 'rated')",
-                           [(c, c // 2, c % 2, clip_media(c), round_) for c in clips])
+            clips = _add_clips(db, sources, round_, pairs, "rated")
             db.executemany("INSERT INTO queries (round, left_clip, right_clip, wanted, created, pair, instructions, "
                            "kind, clip, scale) VALUES (?, ?, '', 1, ?, x'', ?, 'rate', ?, ?)",
                            [(round_, clip_media(c), now, told, c, scale) for c in clips])
@@ -656,6 +647,17 @@ class QueryStore:
         with self._connect() as db:
             return db.execute("SELECT query_id, annotator, choice, label, answered_at FROM answers "
                               "ORDER BY seq").fetchall()
+
+
+def _add_clips(db: sqlite3.Connection, sources: np.ndarray, round_: int, pairs: FragmentPairs,
+               state: str) -> list[int]:
+    """Store each pair (as ``sources``) once and both its clips, in ``state``; return the clips' ids."""
+    db.executemany("INSERT INTO sources (id, pair) VALUES (?, ?)",
+                   [(int(q), pair_to_blob(pairs, i)) for i, q in enumerate(sources)])
+    clips = [int(c) for c in clip_ids(sources).ravel()]
+    db.executemany("INSERT INTO clips (id, source, side, media, round, state) VALUES (?, ?, ?, ?, ?, ?)",
+                   [(c, c // 2, c % 2, clip_media(c), round_, state) for c in clips])
+    return clips
 
 
 def _unplace(db: sqlite3.Connection, step: int, clip: int) -> None:
