@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole_100_labels")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--modes", nargs="+", choices=["pairs", "rank", "rate"], default=["pairs", "rank", "rate"],
+                        help="the modes to run (pairs always: the others are measured against it)")
     parser.add_argument("--rank-pairs", type=int, default=10, help="total_comparisons in ranking mode")
     parser.add_argument("--rate-pairs", type=int, default=25, help="total_comparisons in rating mode")
     parser.add_argument("--pause-s", type=float, default=1.5, help="a person's time per answer (watching a pair)")
@@ -48,6 +50,7 @@ def main() -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"],
              "rate": ["querent.mode=rate", f"total_comparisons={args.rate_pairs}"]}
+    modes = {mode: settings for mode, settings in modes.items() if mode == "pairs" or mode in args.modes}
     pause = {"pairs": args.pause_s, "rank": args.pause_s, "rate": args.rate_pause_s}
     jobs = [(mode, seed) for mode in modes for seed in seeds]
 
@@ -60,6 +63,7 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = dict(zip(jobs, pool.map(run, jobs), strict=True))
     lines = [f"Written by `python scripts/bench_modes.py --experiment {args.experiment} --seeds {args.seeds} "
+             f"--modes {' '.join(modes)} "
              f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
              f"--pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a {args.machine} "
              f"({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human querent=web "
