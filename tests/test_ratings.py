@@ -100,7 +100,7 @@ def test_ratings_and_pairs_train_one_reward_in_one_run_and_the_cutpoints_keep_no
         trainer.train(PreferenceDataset())
 
 
-def test_a_rating_dataset_takes_whole_ratings_on_its_scale_and_one_clip_a_row():
+def test_a_rating_dataset_takes_whole_ratings_on_its_scale_and_one_clip_a_row(tmp_path):
     ratings, _ = clips_rated_by_return(10, 5)
     with pytest.raises(ValueError, match="1..5"):
         ratings.push(ratings.pairs[:1], np.array([6.0], np.float32), np.array([99]))
@@ -108,6 +108,11 @@ def test_a_rating_dataset_takes_whole_ratings_on_its_scale_and_one_clip_a_row():
         ratings.push(random_pairs(1), np.array([3.0], np.float32), np.array([99]))
     with pytest.raises(ArgumentError, match="scale"):
         RatingDataset(11)
+    ratings.save(tmp_path / "rated")
+    again = RatingDataset.load(tmp_path / "rated", scale=5)
+    assert again.scale == 5 and again.labels.tolist() == ratings.labels.tolist()
+    with pytest.raises(ValueError, match="1..4"):
+        RatingDataset.load(tmp_path / "rated", scale=4)  # ratings of 5 are off a scale of 4
 
 
 def rating_store(tmp_path, n: int = 3, scale: int = 5) -> tuple[QueryStore, np.ndarray]:

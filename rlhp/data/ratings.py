@@ -34,8 +34,8 @@ class RatingDataset(PreferenceDataset):
         super().push(pairs, labels, ids)
 
     @classmethod
-    def load(cls, path: str | Path, max_size: int | None = None, scale: int = 5) -> RatingDataset:
-        """Read rated clips written by :meth:`save`, on a scale of 1 to ``scale``."""
+    def load(cls, path: str | Path, max_size: int | None = None, *, scale: int) -> RatingDataset:
+        """Read rated clips written by :meth:`save`, on a scale of 1 to ``scale`` (the saved dataset does not say)."""
         loaded = PreferenceDataset.load(path, max_size)
         out = cls(scale, max_size)
         out.push(loaded.pairs, loaded.labels, loaded.ids)
