@@ -5,8 +5,9 @@ ratio is steadier than one of two sweeps run at different times. For each seed i
 ``rlhp-train experiment=<name> seed=N`` and the same with ``reward_learning=none`` at once, each in its own
 folder under ``--root`` (a finished pair is reused), then reads both run folders' ``wall_s`` and prints a
 table: per seed, the wall times and true returns, and the ratio of the summed times. Each run gets one core
-(``OMP_NUM_THREADS=1``); run it on an otherwise idle machine with two cores. ``--override`` changes both runs
-(a setting under test), ``--first-seed`` starts the seeds elsewhere (fresh seeds).
+(``OMP_NUM_THREADS=1``); run it on an otherwise idle machine with two cores, or with ``--jobs N`` on a machine
+with 2N cores (N pairs side by side). ``--override`` changes both runs (a setting under test), ``--first-seed``
+starts the seeds elsewhere (fresh seeds).
 
     python scripts/bench_paired.py --experiment cartpole --seeds 10 --out docs/benchmarks.md
     python scripts/bench_paired.py --experiment minatar_breakout --seeds 3 --first-seed 3 --root <runs>
@@ -18,6 +19,7 @@ import argparse
 import datetime
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +55,15 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole")
     parser.add_argument("--seeds", type=int, default=10, help="how many seeds")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (the rest follow it)")
+    parser.add_argument("--jobs", type=int, default=1, help="pairs run side by side (each takes two cores)")
     add_run_options(parser, "outputs/bench_paired", "bench_paired")
     args = parser.parse_args()
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    pairs = [run_pair(args.root, args.experiment, seed, args.override) for seed in seeds]
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs must be at least 1, got {args.jobs}")
+    with ThreadPoolExecutor(args.jobs) as pool:  # threads only wait on the runs' processes
+        pairs = list(pool.map(lambda seed: run_pair(args.root, args.experiment, seed, args.override), seeds))
     loop, ceiling = wall([loop for loop, _ in pairs]), wall([ceiling for _, ceiling in pairs])
     returns = np.array([[run.evaluation["true_return_mean"] for run in pair] for pair in pairs])
     ratio = loop / ceiling
@@ -68,8 +74,9 @@ def main() -> None:
     share = f" ({100 * loop_mean / ceiling_mean:.0f}% of it)" if ceiling_mean > 0 else ""
     options = "".join(f" --override {o}" for o in args.override)
     first = f" --first-seed {args.first_seed}" if args.first_seed else ""
+    jobs = f" --jobs {args.jobs}" if args.jobs > 1 else ""
     text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}{first}"
-            f"{options}` on {os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train "
+            f"{jobs}{options}` on {os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train "
             f"experiment={args.experiment}{''.join(' ' + o for o in args.override)} seed=N` beside the same with "
             "`reward_learning=none`, started together, one core each; wall time is the loop's `wall_s`, return the "
             "final true return (eval.json).\n\n| seed | loop s | ceiling s | ratio | loop return | ceiling return |\n"
