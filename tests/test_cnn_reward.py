@@ -88,7 +88,8 @@ def lit(rng: np.random.Generator, lead: tuple[int, ...]) -> np.ndarray:
     return (rng.random((*lead, *GRID.shape)) < rates).astype(np.uint8)
 
 
-def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode():
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode(precision):
     """The true reward is how many cells of channel 0 are lit in the frame's left half."""
     rng = np.random.default_rng(0)
     n, length = 300, 4
@@ -101,7 +102,7 @@ def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode():
     dataset = PreferenceDataset()
     dataset.push(pairs, (returns[:, 0] > returns[:, 1]).astype(np.float32), np.arange(n))
     torch.manual_seed(0)
-    net = CnnRewardNet(GRID, ACTIONS, members=2, dropout=0.1)
+    net = CnnRewardNet(GRID, ACTIONS, members=2, dropout=0.1, precision=precision)
     metrics = RewardTrainer(net, rng, epochs=15, lr=3e-3).train(dataset)
     assert metrics["reward_accuracy"] > 0.9
     assert not net.training  # dropout and batch norm are off wherever the net scores outside training
@@ -110,6 +111,26 @@ def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode():
     with torch.no_grad():
         learned = net(test, torch.zeros(200, dtype=torch.long), test, torch.zeros(200)).mean(0)
     assert np.corrcoef(learned.numpy(), true.numpy())[0, 1] > 0.9
+
+
+def test_bfloat16_runs_the_layers_in_bfloat16_and_hands_on_float32_close_to_float32s():
+    """The same weights under bfloat16 autocast: the convolutions' and dense layer's outputs are bfloat16, the
+    features and the fragments' returns float32 and within bfloat16's rounding of float32's."""
+    torch.manual_seed(0)
+    exact = CnnRewardNet(GRID, ACTIONS, members=3, use_action=True)
+    fast = CnnRewardNet(GRID, ACTIONS, members=3, use_action=True, precision="bfloat16")
+    fast.load_state_dict(exact.state_dict())
+    seen = []
+    for layer in (fast.body.convs[0], fast.body.convs[-1]):
+        layer.register_forward_hook(lambda _module, _args, out: seen.append(out.dtype))
+    obs, acts = frames((8, 2, 5, *GRID.shape)), torch.as_tensor(np.random.default_rng(1).integers(0, 3, (8, 2, 5)))
+    inputs = [net.encode(obs, acts, obs, torch.zeros(8, 2, 5)) for net in (exact, fast)]
+    with torch.no_grad():
+        want, got = (net.returns(x, 0.99) for net, x in zip((exact, fast), inputs, strict=True))
+    assert seen == [torch.bfloat16, torch.bfloat16] and got.dtype == torch.float32
+    assert fast.body.features(inputs[1].x.reshape(1, -1, inputs[1].x.shape[-1])).dtype == torch.float32
+    assert not torch.equal(got, want)  # it did run in lower precision
+    torch.testing.assert_close(got, want, rtol=0.03, atol=0.03 * want.abs().max().item())
 
 
 def test_atari_frames_get_the_papers_four_convolutions():
@@ -138,6 +159,7 @@ def test_shapes_it_cannot_use_are_refused_by_key(space, convs, says):
     ("dense", 0, "[1, 65536], got 0"), ("dense", 65_537, "[1, 65536], got 65537"),
     ("dropout", 1.0, "[0, 1), got 1.0"), ("dropout", -0.1, "[0, 1), got -0.1"),
     ("convs", [[16, 1, 4097]], "[1, 4096]"),
+    ("precision", "float16", "must be one of float32, bfloat16, got 'float16'"),
 ])
 def test_bad_widths_and_rates_are_refused_by_key(option, bad, says):
     with pytest.raises(ArgumentError) as err:

@@ -86,13 +86,20 @@ class BatchedCNN(nn.Module):
     channels side by side, so an ensemble is one pass, as :class:`BatchedMLP`'s is. An input row is the
     flat images (``images`` frames of ``frame_shape``, stacked along channels) followed by any flat extras
     (actions, done), which join the convolutions' output at the dense layer. Every convolution is followed by
-    batch norm (optional), leaky ReLU and dropout, as in Christiano et al. (2017)'s Atari reward model.
+    batch norm (optional), leaky ReLU and dropout, as in Christiano et al. (2017)'s Atari reward model. With
+    ``precision="bfloat16"`` the convolutions and the dense layer run under bfloat16 autocast (the weights stay
+    float32) and hand on float32 features, so fragments' sums and the loss keep float32's accuracy.
     """
+
+    PRECISIONS = ("float32", "bfloat16")
 
     def __init__(self, members: int, in_dim: int, frame_shape: tuple[int, int, int], images: int,
                  convs: list[list[int]], dense: int, dropout: float, batch_norm: bool,
-                 negative_slope: float = 0.01) -> None:
+                 precision: str = "float32", negative_slope: float = 0.01) -> None:
         super().__init__()
+        if precision not in self.PRECISIONS:
+            raise ArgumentError("precision", f"must be one of {', '.join(self.PRECISIONS)}, got {precision!r}")
+        self.precision = precision
         channels, height, width = frame_shape
         self.members = members
         self.image_shape = (images * channels, height, width)
@@ -137,11 +144,12 @@ class BatchedCNN(nn.Module):
         # Members side by side along channels: every member sees the same images, or its own (bootstrap).
         images = (images[0].repeat(1, self.members, 1, 1) if groups == 1
                   else images.transpose(0, 1).reshape(n, groups * depth, height, width))
-        h = self.convs(images.contiguous(memory_format=torch.channels_last))
-        h = h.reshape(n, self.members, -1).transpose(0, 1)
-        if x.shape[-1] > self.image_dim:
-            h = torch.cat([h, x[..., self.image_dim:].expand(self.members, -1, -1)], dim=-1)
-        return self.dense.features(h)
+        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.precision == "bfloat16"):
+            h = self.convs(images.contiguous(memory_format=torch.channels_last))
+            h = h.reshape(n, self.members, -1).transpose(0, 1)
+            if x.shape[-1] > self.image_dim:
+                h = torch.cat([h, x[..., self.image_dim:].expand(self.members, -1, -1).to(h.dtype)], dim=-1)
+            return self.dense.features(h).float()
 
     def head(self, h: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
         """The linear output layer (see :meth:`BatchedMLP.head`)."""

@@ -27,6 +27,9 @@ class CnnRewardNet(RewardNet):
         dense: width of the dense layer after the convolutions.
         dropout: dropout after every convolution (the paper's 0.5 against an over-fitting predictor).
         batch_norm: batch norm after every convolution.
+        precision: ``float32``, or ``bfloat16`` to run the convolutions and the dense layer under bfloat16
+            autocast, on a CPU with bfloat16 instructions or a GPU (the weights, the sums over fragments and
+            the loss stay float32).
         (the rest as :class:`RewardNet`; the observations are the images, and actions or done, when used,
         join at the dense layer)
     """
@@ -36,7 +39,7 @@ class CnnRewardNet(RewardNet):
                  use_state: bool = True, use_action: bool = False, use_next_state: bool = False,
                  use_done: bool = False, shaping_gamma: float | None = None, normalize_input: bool = False,
                  input_clip: float | None = None, normalize_output: bool = True, std_coef: float = 0.0,
-                 std_decay: float = 0.0) -> None:
+                 std_decay: float = 0.0, precision: str = "float32") -> None:
         shape = getattr(observation_space, "shape", None)
         if not isinstance(observation_space, gym.spaces.Box) or len(shape) != 3:
             raise ArgumentError("convs", f"need image observations (channels, height, width), but the env's are "
@@ -48,7 +51,7 @@ class CnnRewardNet(RewardNet):
             raise ArgumentError("dense", f"must lie in [1, {self.MAX_WIDTH}], got {dense}")
         if not 0 <= dropout < 1:
             raise ArgumentError("dropout", f"must lie in [0, 1), got {dropout}")
-        self.dropout, self.batch_norm = dropout, batch_norm
+        self.dropout, self.batch_norm, self.precision = dropout, batch_norm, precision
         super().__init__(observation_space, action_space, [dense], members, use_state, use_action, use_next_state,
                          use_done, shaping_gamma, normalize_input, input_clip, normalize_output, std_coef,
                          std_decay)
@@ -56,7 +59,7 @@ class CnnRewardNet(RewardNet):
     def make_body(self, in_dim: int, states: int) -> BatchedCNN:
         """The members' CNNs over ``states`` stacked observations, extras joining at the dense layer."""
         return BatchedCNN(self.members, in_dim, self.observation_space.shape, states, self.convs,
-                          self.hidden_sizes[0], self.dropout, self.batch_norm)
+                          self.hidden_sizes[0], self.dropout, self.batch_norm, self.precision)
 
 
 def _checked(convs: object) -> list[list[int]]:
