@@ -4,7 +4,10 @@ rates, CNN reward training and env steps per second.
 On Pong (``env=atari``: 84x84 grey, 4 frames stacked) with a random policy; the targets are in issue terms:
 a stored transition at most 1.2x one 84x84 frame (7,056 B; naive stacks cost 4x, and a fragment pair that
 keeps both observations and next observations 8x), and a preference dataset of 5,500 pairs of 25-step
-fragments under 2.5 GB of peak RSS, measured in a fresh process.
+fragments under 2.5 GB of peak RSS, measured in a fresh process. Beside each CNN training rate: the model's own
+forward and backward passes alone (no data handling), its floating-point work a pair (counted by torch), and the
+pairs a second that work allows at the device's float32 matrix-product rate: a bound that no float32 data path
+can beat; and the training rate under bfloat16 autocast (``reward_net.precision=bfloat16``).
 
     python scripts/bench_pixels.py [--pairs 5500] [--out docs/benchmarks.md]
     python scripts/bench_pixels.py --device cuda --out docs/benchmarks.md --block bench_pixels_cuda  # a GPU
@@ -20,11 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 from docblock import write_block
+from torch.utils.flop_counter import FlopCounterMode
 
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.data.frames import held_bytes
@@ -79,6 +84,60 @@ def held(pairs: FragmentPairs) -> int:
     return sum(held_bytes(v) for v in pairs.columns().values())
 
 
+def sync(device: torch.device) -> None:
+    """Wait for the device's queue, so that a timer reads the work done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(step: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
+    """Seconds one ``step`` takes, after two warm-up calls."""
+    for _ in range(2):
+        step()
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    sync(device)
+    return (time.perf_counter() - start) / repeats
+
+
+def matmul_gflops(device: torch.device, n: int = 2048) -> float:
+    """The device's float32 matrix-product rate, GFLOP/s (the dense work a convolution can at best run at)."""
+    a = torch.rand(n, n, device=device)
+    return 2 * n**3 / timed(lambda: a @ a, device) / 1e9
+
+
+def model_alone(net: CnnRewardNet, device: torch.device, pairs: int = 16, length: int = 25) -> tuple[float, float]:
+    """(GFLOP a pair, pairs/s) of the members' forward and backward passes through their convolutions and dense
+    layer over a batch of ``pairs`` pairs of ``length``-step fragments, inputs already in place: what training
+    costs with no data handling."""
+    x = torch.rand(net.members, 2 * pairs * length, net.body.in_dim, device=device)
+    net.train()  # dropout and batch norm as training runs them
+
+    def step() -> None:
+        net.body.features(x).sum().backward()  # the output layer scores summed features once a fragment in training
+
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops() / pairs / 1e9, pairs / timed(step, device)
+
+
+def training_rate(env: AtariEnv | MinAtarEnv, pairs: FragmentPairs, device: torch.device,
+                  precision: str) -> tuple[CnnRewardNet, float]:
+    """A 3-member CNN reward model and the pairs a second it trains on ``pairs`` (two passes, after a warm-up)."""
+    dataset = PreferenceDataset()
+    dataset.push(pairs, np.ones(len(pairs), np.float32), np.arange(len(pairs)))
+    torch.manual_seed(0)
+    net = CnnRewardNet(*env.spaces(), members=3, precision=precision).to(device)
+    trainer = RewardTrainer(net, np.random.default_rng(0), epochs=2, batch_size=16)
+    trainer.train(dataset, epoch_multiplier=0.5)  # warm-up
+    start = time.perf_counter()
+    trainer.train(dataset)
+    sync(device)  # the GPU's queue is part of the time
+    return net, 2 * len(pairs) / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5500, help="pairs in the measured preference dataset")
@@ -130,21 +189,20 @@ def main() -> None:
     rows.append(("the same, after saving it (a checkpoint): peak RSS", gb(child["saved"]), ""))
     rows.append(("the dataset's share of the peak (with it, saved, less before)", gb(child["saved"] - child["before"]),
                  "target < 2.5 GB"))
+    flops = matmul_gflops(device)
     for name, net_env in (("Pong", env), ("MinAtar Breakout", MinAtarEnv("Breakout", n_envs=2))):
         source = pairs if net_env is env else RandomFragmenter(np.random.default_rng(0))(
             rollout(net_env.make(seed=0), random_policy(net_env.action_space), 4000), 25, 100)
-        dataset = PreferenceDataset()
-        dataset.push(source, np.ones(len(source), np.float32), np.arange(len(source)))
-        torch.manual_seed(0)
-        net = CnnRewardNet(*net_env.spaces(), members=3).to(device)
-        trainer = RewardTrainer(net, np.random.default_rng(0), epochs=2, batch_size=16)
-        trainer.train(dataset, epoch_multiplier=0.5)  # warm-up
-        start = time.perf_counter()
-        trainer.train(dataset)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)  # the GPU's queue is part of the time
-        rate = 2 * len(source) / (time.perf_counter() - start)
+        net, rate = training_rate(net_env, source, device, "float32")
         rows.append((f"CNN reward training (3 members, {where}), {name}: pairs/s", f"{rate:,.0f}", ""))
+        fast = training_rate(net_env, source, device, "bfloat16")[1]
+        rows.append((f"the same with `reward_net.precision=bfloat16`, {name}: pairs/s", f"{fast:,.0f}",
+                     f"{fast / rate:.2f}x"))
+        gflop, alone = model_alone(net, device)
+        rows.append((f"the model alone, forward and backward, {name}: GFLOP a pair; pairs/s",
+                     f"{gflop:.2f}; {alone:,.0f}", f"training runs at {rate / alone:.0%} of it"))
+        rows.append((f"pairs/s at the float32 matrix-product rate ({flops:,.0f} GFLOP/s), {name}: a bound",
+                     f"{flops / gflop:,.0f}", f"{flops / gflop / rate:.1f}x training's rate"))
     for vectorize in ("dummy", "subproc"):
         venv = AtariEnv(**PONG, n_envs=8, vectorize=vectorize).make(seed=0)
         venv.reset()
