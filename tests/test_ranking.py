@@ -104,9 +104,12 @@ def test_every_clip_is_placed_and_each_pair_the_ranking_implies_is_a_label_its_r
     status = store.status()
     assert status["ranked_clips"] == 12 and status["ranking_groups"] == len(set(returns))
     assert asked == status["answers"] < 12 * math.ceil(math.log2(13))
+    # The status tells the comparisons people answered from the pairs the ranking implied.
+    assert (status["answered"], status["implied"], status["in_training"]) == (asked, 12 * 11 // 2, 0)
     ids = store.open_ids()
     taken = store.take(ids, 0)
     assert taken.done.all() and len(ids) == 12 * 11 // 2  # one label for each two clips ranked
+    assert (store.status()["answered"], store.status()["in_training"]) == (asked, 12 * 11 // 2)
     got = store.pairs(ids).rews.sum(-1)
     np.testing.assert_array_equal(taken.labels, 0.5 * (1 + np.sign(got[:, 0] - got[:, 1])))
     assert set(taken.annotators) <= set(people) | {""}  # the first clip opened the ranking with nobody asked

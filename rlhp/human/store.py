@@ -582,10 +582,15 @@ class QueryStore:
         return Query(query_id, left, right, now + lease_s, instructions, kind == "step", scale)
 
     def status(self) -> dict:
-        """Queries by state, answers per annotator, agreement where a query has several labels, each annotator's
-        figures (:meth:`team`), and in ranking mode the clips ranked and their groups."""
+        """Queries by state (``answered``: the queries people answered, a ranking's comparisons included; ``implied``:
+        the pairs a ranking implied; ``in_training``: the labels the trainer took, of both), answers per annotator,
+        agreement where a query has several labels, each annotator's figures (:meth:`team`), and in ranking mode the
+        clips ranked and their groups."""
         with self._connect() as db:
-            states = dict(db.execute("SELECT state, count(*) FROM queries GROUP BY state").fetchall())
+            # A ranking's implied pairs are labels nobody was asked for: counted apart from the queries answered.
+            counts = db.execute("SELECT state, kind = 'implied', count(*) FROM queries GROUP BY 1, 2").fetchall()
+            states = {state: n for state, implied, n in counts if not implied}
+            implied = {state: n for state, implied, n in counts if implied}
             people = dict(db.execute("SELECT annotator, count(*) FROM answers GROUP BY annotator").fetchall())
             multi = db.execute("SELECT count(*), coalesce(sum(min_label = max_label), 0) FROM (SELECT "
                                "min(label) AS min_label, max(label) AS max_label FROM answers WHERE label IS NOT NULL "
@@ -594,8 +599,9 @@ class QueryStore:
                                         ).fetchone()
         return {
             "pending": states.get("pending", 0),
-            "answered": states.get("answered", 0) + states.get("taken", 0),
-            "in_training": states.get("taken", 0),
+            "answered": states.get("answered", 0) + states.get("taken", 0) + states.get("done", 0),
+            "implied": sum(implied.values()),
+            "in_training": states.get("taken", 0) + implied.get("taken", 0),
             "expired": states.get("expired", 0),
             "answers": sum(people.values()),
             "annotators": people,

@@ -113,11 +113,14 @@ class Released(BaseModel):
 
 
 class Status(BaseModel):
-    """Queries by state, answers per annotator, agreement on queries labelled by several people, each
-    annotator's figures, and the clips ranked and their groups (``querent.mode=rank``; equal clips share one)."""
+    """Queries by state (``answered``: those people answered, a ranking's comparisons included; ``implied``: pairs a
+    ranking implied, nobody asked; ``in_training``: labels taken, of both), answers per annotator, agreement on
+    queries labelled by several people, each annotator's figures, and the clips ranked and their groups
+    (``querent.mode=rank``; equal clips share one)."""
 
     pending: int
     answered: int
+    implied: int
     in_training: int
     expired: int
     answers: int
