@@ -114,8 +114,8 @@ def test_learns_a_reward_drawn_in_pixels_and_leaves_training_mode(precision):
 
 
 def test_bfloat16_runs_the_layers_in_bfloat16_and_hands_on_float32_close_to_float32s():
-    """The same weights under bfloat16 autocast: the convolutions' and dense layer's outputs are bfloat16, the
-    features and the fragments' returns float32 and within bfloat16's rounding of float32's."""
+    """The same weights under bfloat16 autocast: the convolution stack's first and last layers put out bfloat16,
+    the features and the fragments' returns are float32 and within bfloat16's rounding of float32's."""
     torch.manual_seed(0)
     exact = CnnRewardNet(GRID, ACTIONS, members=3, use_action=True)
     fast = CnnRewardNet(GRID, ACTIONS, members=3, use_action=True, precision="bfloat16")
