@@ -68,3 +68,20 @@ def test_mujoco_models_go_to_the_chunks_once_and_a_loaded_env_steps_on_exactly(t
     for venv in (loop.source.venv, back.source.venv):  # both step on from where the checkpoint left them
         venv.step_async(actions)
     np.testing.assert_array_equal(loop.source.venv.step_wait()[0], back.source.venv.step_wait()[0])
+
+
+def test_an_asynchronous_loop_pays_its_agent_a_copy_of_the_reward_that_a_checkpoint_keeps_apart(tmp_path):
+    cfg = composed("train", ["debug=fast", "reward_learning=asynchronous", "num_iterations=3", "keep_checkpoints=1"])
+    run = RunFolder(tmp_path)
+    loop = compose(cfg, run.path)
+    checkpointer = Checkpointer(run, RunRecord(cfg, []), every=1, keep=1)
+    for _ in range(2):
+        checkpointer(loop, loop.round())
+    back, _, _ = load_checkpoint(run.checkpoint("iter_0001"))
+    for each in (loop, back):
+        learning = each.reward_learning
+        paid = each.source.agent.venv.reward  # what the agent's env copies pay it
+        # The agent reads a copy while the trainer's net trains; the round's end made them one state.
+        assert paid is learning.published and paid is not learning.reward_trainer.net
+        trained = learning.reward_trainer.net.state_dict()
+        assert all(np.array_equal(value, trained[key]) for key, value in paid.state_dict().items())

@@ -15,7 +15,7 @@ from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import MinAtarEnv
 from rlhp.errors import ArgumentError
 from rlhp.rewards import CnnRewardNet
-from rlhp.rewards.bodies import Dropout
+from rlhp.rewards.bodies import Dropout, masks_drawn_from
 from rlhp.sources import AgentTrainer
 from rlhp.sources.extractors import SmallGridCNN
 from rlhp.training import RewardTrainer
@@ -234,3 +234,16 @@ def test_dropout_zeroes_its_share_scales_the_rest_and_draws_from_torchs_generato
     torch.manual_seed(0)
     torch.testing.assert_close(layer(x), out)  # a seed gives the mask back: exact resume restores torch's state
     assert layer.eval()(x) is x
+
+
+def test_dropout_draws_its_masks_from_the_generator_it_is_given_and_leaves_torchs_own_alone():
+    net = CnnRewardNet(*MinAtarEnv("Breakout").spaces(), members=2, dropout=0.5).train()
+    x = torch.rand(1, 8, net.body.image_dim)
+    masks = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(123)
+        with masks_drawn_from(net, torch.Generator().manual_seed(seed)):
+            masks.append(net.body(x))
+        assert torch.equal(torch.rand(3), torch.manual_seed(123) and torch.rand(3))  # torch's own drew nothing
+    assert torch.equal(masks[0], masks[1]) and not torch.equal(masks[0], masks[2])
+    assert all(layer.generator is None for layer in net.modules() if isinstance(layer, Dropout))  # then torch's own

@@ -1,7 +1,9 @@
 """The loop with small fake parts (one source, one agent, one half-answering gatherer), and its checks."""
 
+import copy
 import math
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -13,7 +15,14 @@ from rlhp.data import PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
-from rlhp.loop import Callback, Loop, PreferenceLearning, RewardLearning, check_fixed_horizon
+from rlhp.loop import (
+    AsynchronousPreferenceLearning,
+    Callback,
+    Loop,
+    PreferenceLearning,
+    RewardLearning,
+    check_fixed_horizon,
+)
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.loop.pools import THIS_ROUND, QueryPool
 from rlhp.rewards import RewardNet
@@ -112,13 +121,16 @@ class Recorder(Callback):
 
 
 def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000,
-              pool: QueryPool = THIS_ROUND) -> Loop:
+              pool: QueryPool = THIS_ROUND, trainer: type[RewardTrainer] = SpyTrainer,
+              asynchronous: bool = False) -> Loop:
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
     source = FakeSource(agent)
-    learning = PreferenceLearning(
-        source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
-        gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=SpyTrainer(net, rng, epochs=1),
+    learning_class, extra = ((AsynchronousPreferenceLearning, {"published": copy.deepcopy(net)}) if asynchronous
+                             else (PreferenceLearning, {}))
+    learning = learning_class(
+        **extra, source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
+        gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=trainer(net, rng, epochs=1),
         reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
         transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool)
     return Loop(ENV, source, learning, len(comparisons), total_timesteps)
@@ -211,3 +223,96 @@ def test_every_round_hands_the_trainer_ratio_times_the_labelled_pairs_unlabelled
     for pairs, result in zip(remembered, recorder.results, strict=True):
         sampled = {float(t.obs[0, 0]) for t in result.sampled}  # each FakeSource trajectory starts at its offset
         assert {float(o) for o in (pairs.obs[..., 0, 0] - pairs.start).ravel()} <= sampled
+
+
+def weights(net: RewardNet) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in net.parameters()]
+
+
+class MeetingAgent(FakeAgent):
+    """Keeps the weights of the reward it is paid at each call, then tells whoever waits that it trains."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[list[torch.Tensor]] = []
+        self.trained = threading.Condition()
+        self.net: RewardNet
+
+    def train(self, steps: int) -> AgentReport:
+        with self.trained:
+            self.read.append(weights(self.net))
+            self.trained.notify_all()
+        return super().train(steps)
+
+
+class WaitingTrainer(SpyTrainer):
+    """Round k's update goes on only once the agent has trained in round k: in a loop that runs the two one after
+    the other it would wait for ever (here, 20 s)."""
+
+    agent: MeetingAgent
+
+    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
+        round_ = len(getattr(self, "multipliers", []))
+        with self.agent.trained:
+            met = self.agent.trained.wait_for(lambda: len(self.agent.read) > round_, timeout=20 if round_ else 0)
+        self.met = [*getattr(self, "met", []), met]
+        return super().train(dataset, epoch_multiplier, ratings)
+
+
+def test_an_asynchronous_update_trains_beside_the_agent_which_reads_the_last_published_reward():
+    agent = MeetingAgent()
+    loop = make_loop(agent, comparisons=(6, 4, 4, 4), trainer=WaitingTrainer, asynchronous=True)
+    learning = loop.reward_learning
+    agent.net, learning.reward_trainer.agent = learning.published, agent
+    trained = Recorder()
+    ends = []  # the trainer's weights as each round ends
+
+    class Ends(Callback):
+        def __call__(self, loop, result):
+            ends.append(weights(learning.reward_trainer.net))
+
+    loop.iterate([trained, Ends()])
+    # Round 0 fitted the reward before the agent trained; rounds 1-3 trained it while the agent trained, and each
+    # of them changed it.
+    assert learning.reward_trainer.met == [False, True, True, True]
+    assert all(not torch.equal(a[0], b[0]) for a, b in zip(ends, ends[1:]))
+    # Round 0 fits the reward before the agent trains; later rounds' agents read the reward of the round before.
+    for k, read in enumerate(agent.read):
+        for got, want in zip(read, ends[max(k - 1, 0)], strict=True):
+            assert torch.equal(got, want), k
+    # Each round ends with the update settled and published: the agent's copy is the trainer's net again.
+    assert learning.pending is None
+    for got, want in zip(weights(learning.published), ends[-1], strict=True):
+        assert torch.equal(got, want)
+    rows = trained.rows
+    assert all("reward_loss" in row and "time_reward_wait_s" in row for row in rows[1:])
+    assert "time_reward_wait_s" not in rows[0] and learning.reward_trainer.multipliers == [7, 1.0, 1.0, 1.0]
+
+
+class FailingTrainer(SpyTrainer):
+    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
+        if epoch_multiplier == 1.0:
+            raise FloatingPointError("the update failed")
+        return super().train(dataset, epoch_multiplier, ratings)
+
+
+def test_an_asynchronous_update_that_fails_fails_its_round_after_the_agent_trained():
+    agent = FakeAgent()
+    loop = make_loop(agent, trainer=FailingTrainer, asynchronous=True)
+    loop.round()
+    with pytest.raises(FloatingPointError, match="the update failed"):
+        loop.round()
+    assert agent.asked == [334, 367] and loop.iteration == 1  # the round is not counted as done
+
+
+def test_an_asynchronous_loop_pickled_between_rounds_continues_as_the_original():
+    original = make_loop(FakeAgent(), seed=0, asynchronous=True)
+    original.round()
+    original.round()
+    twin = pickle.loads(pickle.dumps(original))
+    a, b = original.round().metrics, twin.round().metrics
+    drop = {k for k in a if k.startswith("time_") or k == "wall_s"}
+    assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
+    for got, want in zip(weights(twin.reward_learning.published), weights(original.reward_learning.published),
+                         strict=True):
+        assert torch.equal(got, want)

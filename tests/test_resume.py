@@ -105,6 +105,22 @@ def wait_for_rounds(run_dir: Path, rounds: int, proc: subprocess.Popen) -> None:
     pytest.fail(f"no {rounds} rounds: {proc.poll()} {proc.stderr.read() if proc.poll() is not None else ''}")
 
 
+@pytest.mark.parametrize("moment", ["between gathering and reward training (round 2)",
+                                    "before agent training (round 3)"])
+def test_a_run_learning_its_reward_asynchronously_resumes_to_the_same_result(tmp_path, moment):
+    # Killed inside the update's thread, or in the agent's while the update runs beside it.
+    run = [*RUN, "reward_learning=asynchronous"]
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", *run, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run_dir = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *run,
+                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_cli("rlhp-train", *run, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(whole)
+
+
 def test_sigterm_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir)

@@ -127,6 +127,26 @@ def test_the_std_bonus_decays_over_the_agents_steps_and_not_over_relabelling():
             RewardNet(*spaces(), members=5, std_coef=2.0, std_decay=bad)
 
 
+def test_publishing_gives_the_agents_copy_the_trained_weights_and_the_trainer_the_agents_statistics():
+    trained = RewardNet(*spaces(), members=3, std_coef=2.0, std_decay=0.01)
+    copy = RewardNet(*spaces(), members=3, std_coef=2.0, std_decay=0.01)
+    copy.load_state_dict(trained.state_dict())
+    pairs = random_pairs(4, length=3)  # 24 transitions
+    steps = (a.reshape(-1, *a.shape[3:]) for a in (pairs.obs, pairs.acts, pairs.next_obs, pairs.dones))
+    copy.agent_reward(*steps)  # the agent's steps, on its copy
+    with torch.no_grad():  # training, on the trainer's net
+        trained.body.weights[0].add_(1.0)
+    trained.fit_input_norm(*pairs.tensors())
+    statistics = {k: v.clone() for k, v in copy.norm.state_dict().items()}
+    trained.publish_to(copy)
+    assert trained.bonus_steps == copy.bonus_steps == 24
+    for key, value in trained.state_dict().items():
+        torch.testing.assert_close(copy.state_dict()[key], value, rtol=0, atol=0, msg=key)
+    for key, value in statistics.items():
+        torch.testing.assert_close(trained.norm.state_dict()[key], value, rtol=0, atol=0, msg=key)
+    assert trained.norm.count == 24 and not torch.equal(trained.input_norm.mean, torch.zeros_like(copy.input_norm.mean))
+
+
 def test_running_norm_matches_whole_batch_statistics():
     norm, x = RunningNorm((3,)), torch.randn(1000, 3) * torch.tensor([1.0, 5.0, 0.1]) + 2
     for chunk in x.split(77):

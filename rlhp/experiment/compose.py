@@ -1,13 +1,15 @@
 """The builder: every part of a run from its config, with no global state (no Hydra runtime needed).
 
 ``compose(cfg)`` validates the config, then hands it to the function its ``reward_learning`` option names:
-:func:`preference_learning` (a reward learned from preferences, the default) or :func:`true_reward` (the
-ceiling: the same agent on the env's own reward, which builds no querent, gatherer or reward trainer). Both
-return one :class:`~rlhp.loop.Loop`; they differ in its reward-learning part.
+:func:`preference_learning` (a reward learned from preferences, the default), its
+:func:`asynchronous_preference_learning` (the reward trained beside the agent) or :func:`true_reward` (the
+ceiling: the same agent on the env's own reward, which builds no querent, gatherer or reward trainer). Each
+returns one :class:`~rlhp.loop.Loop`; they differ in its reward-learning part.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from rlhp.data import PreferenceDataset
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
-from rlhp.loop import Loop, PreferenceLearning, RewardLearning
+from rlhp.loop import AsynchronousPreferenceLearning, Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
 from rlhp.rewards import AgentReward, EnvReward
 from rlhp.sources import TrajectorySource
@@ -45,6 +47,18 @@ def resolve_device(device: str) -> torch.device:
 
 def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:
     """``reward_learning=preferences``: the agent learns on a reward model trained from preferences."""
+    return _preference_loop(cfg, env, rng, run_dir, asynchronous=False)
+
+
+def asynchronous_preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator,
+                                     run_dir: Path | None) -> Loop:
+    """``reward_learning=asynchronous``: as ``preferences``, with each reward update after round 0's trained in a
+    second thread while the agent trains on the last one (:mod:`rlhp.loop.asynchronous`)."""
+    return _preference_loop(cfg, env, rng, run_dir, asynchronous=True)
+
+
+def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None,
+                     asynchronous: bool) -> Loop:
     horizon = env.horizon
     if horizon is not None and cfg.fragment_length > horizon:
         raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
@@ -62,7 +76,9 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
     querent = build(cfg.querent, **context)
     if querent.needs_states:  # before the source makes its env copies
         env.record_states()
-    source = _source(cfg, env, rng, reward_net)
+    # Trained beside the agent, the reward net is not what the agent reads: it reads a copy, published each round.
+    published = copy.deepcopy(reward_net) if asynchronous else reward_net
+    source = _source(cfg, env, rng, published)
     if not source.agent.trains and cfg.optimized_metric in ("true_return_mean", "true_return_std"):
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "
                           f"({type(source).__name__}) trains no agent to return a true return; use reward_correlation")
@@ -85,7 +101,10 @@ def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, 
         reward_trainer.check_first_labels(schedule[0])
     except ArgumentError as err:
         raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
-    learning = PreferenceLearning(
+    learning_class, extra = ((AsynchronousPreferenceLearning, {"published": published}) if asynchronous
+                             else (PreferenceLearning, {}))
+    learning = learning_class(
+        **extra,
         source=source,
         fragmenter=fragmenter,
         querent=querent,

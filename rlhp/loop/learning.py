@@ -50,6 +50,9 @@ class RewardLearning:
         """What round ``result.iteration`` does before the agent trains."""
         result.metrics["comparisons"] = 0
 
+    def settle(self, result: RoundResult, clock: PhaseClock) -> None:
+        """What round ``result.iteration`` finishes once the agent has trained (a reward update left running)."""
+
     def session(self, stop: Callable[[], bool] = lambda: False) -> contextlib.AbstractContextManager[None]:
         """What its rounds need while they run (people's labelling server)."""
         return contextlib.nullcontext()
@@ -104,13 +107,22 @@ class PreferenceLearning(RewardLearning):
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
         """Sample, fragment, query, gather, and train the reward model on every label so far."""
+        self.collect(result, clock, callbacks)
+        if self.labelled:
+            self.train_reward(result, clock)
+
+    @property
+    def labelled(self) -> bool:
+        """Whether there is a label (a pair's or a rating) to train on."""
+        return len(self.dataset) > 0 or self.ratings is not None
+
+    def collect(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
+        """Sample, fragment, query and gather: this round's labels into the dataset."""
         wanted = self.schedule[result.iteration]
         unlabelled = self.reward_trainer.unlabelled_wanted(len(self.dataset) + wanted)
         if self.sample(result, clock, wanted, unlabelled):
             self.query(result, clock, wanted, unlabelled)
         self.gather(result, clock, callbacks)
-        if len(self.dataset) or self.ratings is not None:
-            self.train_reward(result, clock)
 
     def sample(self, result: RoundResult, clock: PhaseClock, wanted: int, unlabelled: int) -> bool:
         """Trajectories enough for this round's fragments, from the source's current policy (whether any were

@@ -148,12 +148,14 @@ class Loop:
         return self.last_round
 
     def round(self, callbacks: Sequence[Callback] = ()) -> RoundResult:
-        """One round: learn the reward, then train the agent on it."""
+        """One round: learn the reward, then train the agent on it (or, where the reward learns beside the agent,
+        both at once until the reward's update is settled)."""
         start = time.perf_counter()
         result = RoundResult(self.iteration, {"iteration": self.iteration})
         clock = PhaseClock(result.metrics)
         self.reward_learning.learn(result, clock, callbacks)
         self.train_agent(result, clock)
+        self.reward_learning.settle(result, clock)
         self.wall_s += time.perf_counter() - start
         result.metrics["wall_s"] = self.wall_s
         self.iteration += 1

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -68,6 +70,9 @@ class Dropout(nn.Module):
     """Dropout whose mask comes from uniform draws: torch's own (Bernoulli draws) is 2-3x slower on a CPU, where
     it took half of a CNN reward model's training time; the same distribution, from torch's generator."""
 
+    generator: torch.Generator | None = None
+    """Where the masks are drawn from; torch's default generator unless :func:`masks_drawn_from` says another."""
+
     def __init__(self, p: float) -> None:
         super().__init__()
         self.p = p
@@ -76,7 +81,23 @@ class Dropout(nn.Module):
         """``x`` with each element zeroed with probability p and the rest scaled by 1 / (1 - p), in train mode."""
         if not self.training:
             return x
-        return x * (torch.rand_like(x) >= self.p).to(x.dtype).mul_(1 / (1 - self.p))
+        draws = torch.rand(x.shape, generator=self.generator, dtype=x.dtype, device=x.device)
+        return x * (draws >= self.p).to(x.dtype).mul_(1 / (1 - self.p))
+
+
+@contextlib.contextmanager
+def masks_drawn_from(module: nn.Module, generator: torch.Generator) -> Iterator[None]:
+    """Inside, every :class:`Dropout` in ``module`` draws its masks from ``generator``: a reward model trained in a
+    second thread must not draw from torch's default generator while the agent's thread draws its actions there,
+    or the order of their draws, and so the run, would differ from one run to the next."""
+    dropouts = [m for m in module.modules() if isinstance(m, Dropout)]
+    for dropout in dropouts:
+        dropout.generator = generator
+    try:
+        yield
+    finally:
+        for dropout in dropouts:
+            del dropout.generator  # back to the class's default
 
 
 class BatchedCNN(nn.Module):

@@ -289,6 +289,16 @@ class RewardNet(nn.Module):
         rew = self.episode_scores(*(torch.as_tensor(a, device=device) for a in (obs, acts, next_obs, dones, starts)))
         return self._paid(rew, update_stats=False)
 
+    @torch.no_grad()
+    def publish_to(self, agent_copy: RewardNet) -> None:
+        """Make ``agent_copy`` (the copy an agent reads while this net trains beside it) this net again. The
+        agent's steps moved the copy's output statistics and bonus clock, and training never touches them, so this
+        net takes those from the copy first: afterwards the two are one state."""
+        if self.norm is not None:
+            self.norm.load_state_dict(agent_copy.norm.state_dict())
+        self.bonus_steps = agent_copy.bonus_steps
+        agent_copy.load_state_dict(self.state_dict())
+
     def _paid(self, rew: torch.Tensor, update_stats: bool) -> np.ndarray:
         """The members' rewards (members, N) as the agent is paid them: their mean, the exploration bonus, the
         output normalisation."""
