@@ -6,11 +6,14 @@ ratio is steadier than one of two sweeps run at different times. For each seed i
 folder under ``--root`` (a finished pair is reused), then reads both run folders' ``wall_s`` and prints a
 table: per seed, the wall times and true returns, and the ratio of the summed times. Each run gets one core
 (``OMP_NUM_THREADS=1``); run it on an otherwise idle machine with two cores, or with ``--jobs N`` on a machine
-with 2N cores (N pairs side by side). ``--override`` changes both runs (a setting under test), ``--first-seed``
-starts the seeds elsewhere (fresh seeds).
+with 2N cores (N pairs side by side). ``--sequential`` runs the loop, then its ceiling, each with the pair's two
+cores: the fair pairing for a loop that uses a second core (``reward_learning=asynchronous``). ``--override``
+changes both runs (a setting under test), ``--first-seed`` starts the seeds elsewhere (fresh seeds).
 
     python scripts/bench_paired.py --experiment cartpole --seeds 10 --out docs/benchmarks.md
     python scripts/bench_paired.py --experiment minatar_breakout --seeds 3 --first-seed 3 --root <runs>
+    python scripts/bench_paired.py --experiment minatar_breakout --seeds 3 --sequential \
+        --override reward_learning=asynchronous --root <runs>
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from docblock import add_run_options, show
 from rlhp.report.folders import Run, find_runs
 
 
-def run_pair(root: Path, experiment: str, seed: int, overrides: list[str]) -> tuple[Run, Run]:
-    """The finished loop and ceiling runs of ``seed``, both started at once unless both finished."""
+def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], sequential: bool) -> tuple[Run, Run]:
+    """The finished loop and ceiling runs of ``seed``, both started at once (or one after the other) unless both
+    finished."""
     folders = {"loop": root / "loop" / str(seed), "ceiling": root / "ceiling" / str(seed)}
     extra = {"loop": [], "ceiling": ["reward_learning=none"]}
     done = {k: [r for r in find_runs(f) if r.status == "finished"] if f.is_dir() else [] for k, f in folders.items()}
@@ -39,12 +43,15 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str]) -> tu
             raise SystemExit(f"{root} holds an unfinished pair for seed {seed}: remove {folders['loop']} and "
                              f"{folders['ceiling']}")
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        procs = [subprocess.Popen([str(BIN / "rlhp-train"), f"experiment={experiment}", f"seed={seed}", "logger=none",
-                                   f"hydra.run.dir={folders[k]}", *overrides, *extra[k]],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-                 for k in folders]
+
+        def start(k: str) -> subprocess.Popen:
+            return subprocess.Popen([str(BIN / "rlhp-train"), f"experiment={experiment}", f"seed={seed}",
+                                     "logger=none", f"hydra.run.dir={folders[k]}", *overrides, *extra[k]],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
         print(f"seed {seed}: the loop and its ceiling, in {root}", flush=True)
-        if any([p.wait() for p in procs]):  # a list: wait for both, even when the first failed
+        codes = [start(k).wait() for k in folders] if sequential else [p.wait() for p in map(start, folders)]
+        if any(codes):  # both waited for, even when the first failed
             raise SystemExit(f"seed {seed}: a run failed; its train.log is in {root}")
         done = {k: find_runs(f) for k, f in folders.items()}
     return done["loop"][0], done["ceiling"][0]
@@ -56,6 +63,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="how many seeds")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (the rest follow it)")
     parser.add_argument("--jobs", type=int, default=1, help="pairs run side by side (each takes two cores)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="each pair's loop, then its ceiling, each with the pair's two cores (for a loop that "
+                             "uses a second core: reward_learning=asynchronous)")
     add_run_options(parser, "outputs/bench_paired", "bench_paired")
     args = parser.parse_args()
 
@@ -63,7 +73,8 @@ def main() -> None:
     if args.jobs < 1:
         raise SystemExit(f"--jobs must be at least 1, got {args.jobs}")
     with ThreadPoolExecutor(args.jobs) as pool:  # threads only wait on the runs' processes
-        pairs = list(pool.map(lambda seed: run_pair(args.root, args.experiment, seed, args.override), seeds))
+        pairs = list(pool.map(lambda seed: run_pair(args.root, args.experiment, seed, args.override,
+                                                     args.sequential), seeds))
     loop, ceiling = wall([loop for loop, _ in pairs]), wall([ceiling for _, ceiling in pairs])
     returns = np.array([[run.evaluation["true_return_mean"] for run in pair] for pair in pairs])
     ratio = loop / ceiling
@@ -75,10 +86,13 @@ def main() -> None:
     options = "".join(f" --override {o}" for o in args.override)
     first = f" --first-seed {args.first_seed}" if args.first_seed else ""
     jobs = f" --jobs {args.jobs}" if args.jobs > 1 else ""
+    jobs += " --sequential" if args.sequential else ""
+    together = ("run one after the other, each with the pair's two cores (one torch thread a Python thread)"
+                if args.sequential else "started together, one core each")
     text = (f"Written by `python scripts/bench_paired.py --experiment {args.experiment} --seeds {args.seeds}{first}"
             f"{jobs}{options}` on {os.cpu_count()} cores ({datetime.date.today()}): each seed's `rlhp-train "
             f"experiment={args.experiment}{''.join(' ' + o for o in args.override)} seed=N` beside the same with "
-            "`reward_learning=none`, started together, one core each; wall time is the loop's `wall_s`, return the "
+            f"`reward_learning=none`, {together}; wall time is the loop's `wall_s`, return the "
             "final true return (eval.json).\n\n| seed | loop s | ceiling s | ratio | loop return | ceiling return |\n"
             f"|---:|---:|---:|---:|---:|---:|\n{rows}\n"
             f"| all | {loop.sum():.1f} | {ceiling.sum():.1f} | {loop.sum() / ceiling.sum():.2f}x "
