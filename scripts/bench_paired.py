@@ -36,8 +36,14 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], seque
     """The finished loop and ceiling runs of ``seed``, both started at once (or one after the other) unless both
     finished."""
     folders = {"loop": root / "loop" / str(seed), "ceiling": root / "ceiling" / str(seed)}
-    extra = {"loop": [], "ceiling": ["reward_learning=none"]}
+    settings = {k: [f"experiment={experiment}", f"seed={seed}", "logger=none", *overrides, *extra]
+                for k, extra in (("loop", []), ("ceiling", ["reward_learning=none"]))}
     done = {k: [r for r in find_runs(f) if r.status == "finished"] if f.is_dir() else [] for k, f in folders.items()}
+    for k, runs in done.items():  # a finished run is reused only for the settings it ran with
+        want = dict(o.partition("=")[::2] for o in settings[k])
+        if runs and runs[0].overrides != want:
+            ran = " ".join(f"{key}={value}" for key, value in runs[0].overrides.items())
+            raise SystemExit(f"{folders[k]} holds a run of other settings ({ran}); give another --root")
     if not all(done.values()):
         if any(f.exists() for f in folders.values()):
             raise SystemExit(f"{root} holds an unfinished pair for seed {seed}: remove {folders['loop']} and "
@@ -45,8 +51,7 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], seque
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
         def start(k: str) -> subprocess.Popen:
-            return subprocess.Popen([str(BIN / "rlhp-train"), f"experiment={experiment}", f"seed={seed}",
-                                     "logger=none", f"hydra.run.dir={folders[k]}", *overrides, *extra[k]],
+            return subprocess.Popen([str(BIN / "rlhp-train"), f"hydra.run.dir={folders[k]}", *settings[k]],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
         print(f"seed {seed}: the loop and its ceiling, in {root}", flush=True)
