@@ -126,13 +126,13 @@ def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
     source = FakeSource(agent)
-    learning_class, extra = ((AsynchronousPreferenceLearning, {"published": copy.deepcopy(net)}) if asynchronous
-                             else (PreferenceLearning, {}))
-    learning = learning_class(
-        **extra, source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
+    parts = dict(
+        source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=trainer(net, rng, epochs=1),
         reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
         transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool)
+    learning = (AsynchronousPreferenceLearning(**parts, published=copy.deepcopy(net)) if asynchronous
+                else PreferenceLearning(**parts))
     return Loop(ENV, source, learning, len(comparisons), total_timesteps)
 
 

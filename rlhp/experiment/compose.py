@@ -101,10 +101,7 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         reward_trainer.check_first_labels(schedule[0])
     except ArgumentError as err:
         raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
-    learning_class, extra = ((AsynchronousPreferenceLearning, {"published": published}) if asynchronous
-                             else (PreferenceLearning, {}))
-    learning = learning_class(
-        **extra,
+    parts: dict[str, Any] = dict(
         source=source,
         fragmenter=fragmenter,
         querent=querent,
@@ -120,6 +117,8 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         horizon_remedy=env.fixed_horizon_remedy,
         pool=build(cfg.query_pool),
     )
+    learning = (AsynchronousPreferenceLearning(**parts, published=published) if asynchronous
+                else PreferenceLearning(**parts))
     # A source that trains no agent gets no timesteps.
     return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
 
