@@ -94,10 +94,16 @@ def wall(runs: list[Run]) -> np.ndarray:
 
 
 def reward_share(runs: list[Run]) -> np.ndarray:
-    """Per run, reward training's share (%) of the loop's phase time (``time_*_s`` summed over rounds)."""
+    """Per run, reward training's share (%) of the loop's phase time (``time_*_s`` summed over rounds). A round
+    whose update ran beside the agent (``reward_learning=asynchronous``) counts only what the agent waited for it."""
     def share(run: Run) -> float:
-        phases = {k: sum(r.get(k) or 0.0 for r in run.rows) for k in run.rows[0] if k.startswith("time_")}
-        return 100 * phases["time_reward_training_s"] / sum(phases.values())
+        def paid(row: dict) -> dict[str, float]:
+            phases = {k: v or 0.0 for k, v in row.items() if k.startswith("time_")}
+            if row.get("time_reward_wait_s") is not None:  # the update overlapped the agent's phase
+                phases["time_reward_training_s"] = phases.pop("time_reward_wait_s")
+            return phases
+        rounds = [paid(row) for row in run.rows]
+        return 100 * sum(r.get("time_reward_training_s", 0.0) for r in rounds) / sum(sum(r.values()) for r in rounds)
     return np.array([share(r) for r in runs])
 
 

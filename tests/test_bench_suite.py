@@ -1,0 +1,28 @@
+"""The suite benchmark's share of the loop spent training the reward, with updates run beside the agent or not."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlhp.report.folders import Run
+from rlhp.runs import RunFolder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_suite import reward_share  # noqa: E402
+
+
+def run(rows: list[dict]) -> Run:
+    return Run(RunFolder(Path(".")), {}, "finished", rows)
+
+
+def test_reward_trainings_share_counts_what_the_loop_waited_for():
+    synchronous = [{"time_sample_s": 1.0, "time_reward_training_s": 3.0, "time_agent_training_s": 6.0}] * 2
+    # metrics.csv's rows: round 0 fits the reward first (no wait); later updates overlap the agent's phase.
+    asynchronous = [{"time_sample_s": 1.0, "time_reward_training_s": 3.0, "time_agent_training_s": 6.0,
+                     "time_reward_wait_s": None},
+                    {"time_sample_s": 1.0, "time_reward_training_s": 3.0, "time_agent_training_s": 6.0,
+                     "time_reward_wait_s": 0.5}]
+    assert reward_share([run(synchronous), run(asynchronous)]) == pytest.approx([30.0, 100 * 3.5 / 17.5])
