@@ -264,19 +264,19 @@ def test_an_asynchronous_update_trains_beside_the_agent_which_reads_the_last_pub
     loop = make_loop(agent, comparisons=(6, 4, 4, 4), trainer=WaitingTrainer, asynchronous=True)
     learning = loop.reward_learning
     agent.net, learning.reward_trainer.agent = learning.published, agent
-    trained = Recorder()
+    recorder = Recorder()
     ends = []  # the trainer's weights as each round ends
 
     class Ends(Callback):
         def __call__(self, loop, result):
             ends.append(weights(learning.reward_trainer.net))
 
-    loop.iterate([trained, Ends()])
+    loop.iterate([recorder, Ends()])
     # Round 0 fitted the reward before the agent trained; rounds 1-3 trained it while the agent trained, and each
     # of them changed it.
     assert learning.reward_trainer.met == [False, True, True, True]
     assert all(not torch.equal(a[0], b[0]) for a, b in zip(ends, ends[1:]))
-    # Round 0 fits the reward before the agent trains; later rounds' agents read the reward of the round before.
+    # Each round's agent reads the reward published as the round before ended (round 0's: its own fit, first).
     for k, read in enumerate(agent.read):
         for got, want in zip(read, ends[max(k - 1, 0)], strict=True):
             assert torch.equal(got, want), k
@@ -284,7 +284,7 @@ def test_an_asynchronous_update_trains_beside_the_agent_which_reads_the_last_pub
     assert learning.pending is None
     for got, want in zip(weights(learning.published), ends[-1], strict=True):
         assert torch.equal(got, want)
-    rows = trained.rows
+    rows = recorder.rows
     assert all("reward_loss" in row and "time_reward_wait_s" in row for row in rows[1:])
     assert "time_reward_wait_s" not in rows[0] and learning.reward_trainer.multipliers == [7, 1.0, 1.0, 1.0]
 
