@@ -29,7 +29,7 @@ import numpy as np
 from bench_suite import BIN, wall
 from docblock import add_run_options, show
 
-from rlhp.report.folders import Run, find_runs
+from rlhp.report.folders import Run, find_runs, overrides_by_key
 
 
 def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], sequential: bool) -> tuple[Run, Run]:
@@ -40,8 +40,7 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], seque
                 for k, extra in (("loop", []), ("ceiling", ["reward_learning=none"]))}
     done = {k: [r for r in find_runs(f) if r.status == "finished"] if f.is_dir() else [] for k, f in folders.items()}
     for k, runs in done.items():  # a finished run is reused only for the settings it ran with
-        want = dict(o.partition("=")[::2] for o in settings[k])
-        if runs and runs[0].overrides != want:
+        if runs and runs[0].overrides != overrides_by_key(settings[k]):
             ran = " ".join(f"{key}={value}" for key, value in runs[0].overrides.items())
             raise SystemExit(f"{folders[k]} holds a run of other settings ({ran}); give another --root")
     if not all(done.values()):

@@ -105,18 +105,26 @@ def wait_for_rounds(run_dir: Path, rounds: int, proc: subprocess.Popen) -> None:
     pytest.fail(f"no {rounds} rounds: {proc.poll()} {proc.stderr.read() if proc.poll() is not None else ''}")
 
 
+ASYNCHRONOUS = [*RUN, "reward_learning=asynchronous"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_asynchronous(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("whole_asynchronous")
+    run_cli("rlhp-train", *ASYNCHRONOUS, f"hydra.run.dir={where / 'run'}", cwd=where)
+    return where / "run"
+
+
 @pytest.mark.parametrize("moment", ["between gathering and reward training (round 2)",
                                     "before agent training (round 3)"])
-def test_a_run_learning_its_reward_asynchronously_resumes_to_the_same_result(tmp_path, moment):
+def test_a_run_learning_its_reward_asynchronously_resumes_to_the_same_result(tmp_path, uninterrupted_asynchronous,
+                                                                             moment):
     # Killed inside the update's thread, or in the agent's while the update runs beside it.
-    run = [*RUN, "reward_learning=asynchronous"]
-    whole = tmp_path / "whole"
-    run_cli("rlhp-train", *run, f"hydra.run.dir={whole}", cwd=tmp_path)
-    run_dir = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *run,
+    whole, run_dir = uninterrupted_asynchronous, tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *ASYNCHRONOUS,
                              f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    run_cli("rlhp-train", *run, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    run_cli("rlhp-train", *ASYNCHRONOUS, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(run_dir) == untimed_rows(whole)
 

@@ -37,9 +37,14 @@ def swept_keys(runs: list[Run]) -> list[str]:
     return [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
 
 
-def _overrides(run: RunFolder) -> dict[str, str]:
-    pairs = [o.lstrip("+~") for o in run.overrides()]
+def overrides_by_key(overrides: list[str]) -> dict[str, str]:
+    """Command-line overrides as key -> value (``+``/``~`` dropped, ``hydra.*`` left out, the last of a key wins)."""
+    pairs = [o.lstrip("+~") for o in overrides]
     return {k: v for k, _, v in (o.partition("=") for o in pairs) if not k.startswith("hydra.")}
+
+
+def _overrides(run: RunFolder) -> dict[str, str]:
+    return overrides_by_key(run.overrides())
 
 
 def _status(run: RunFolder) -> str:
