@@ -8,7 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import FAST, run_cli, start_command_server
+
+# One thread a test process, as a run has (train.yaml's torch_threads): the suite runs a process a core, and two
+# processes' torch threads spinning on two cores slow small tensor work many times over.
+torch.set_num_threads(1)
 
 # JAX's persistent compilation cache, shared by the test processes: SBX's agents compile the same functions in
 # every run of a test, and a compile costs seconds on a CPU (the commands the tests start inherit it).

@@ -25,7 +25,7 @@ from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
 from rlhp.loop import AsynchronousPreferenceLearning, Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
-from rlhp.rewards import AgentReward, EnvReward
+from rlhp.rewards import AgentReward, EnvReward, RewardNet
 from rlhp.sources import TrajectorySource
 from rlhp.sources.offline import OfflineAgent
 
@@ -101,6 +101,8 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         reward_trainer.check_first_labels(schedule[0])
     except ArgumentError as err:
         raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
+    if reward_trainer.warm_start.needs_pretraining:
+        check_warm_start(source, reward_net, horizon, env.id)
     parts: dict[str, Any] = dict(
         source=source,
         fragmenter=fragmenter,
@@ -121,6 +123,23 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
                 else PreferenceLearning(**parts))
     # A source that trains no agent gets no timesteps.
     return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
+
+
+def check_warm_start(source: TrajectorySource, reward_net: RewardNet, horizon: int | None, env_id: str) -> None:
+    """Raise :class:`ConfigError` unless the source's unsupervised pre-training finishes episodes for a warm start
+    to learn from, and the net has a per-step reward to fit."""
+    steps = source.pretraining_steps
+    if not steps:
+        raise ConfigError("reward_trainer.warm_start", "learns from the agent's unsupervised pre-training, and this "
+                          "run has none: set trajectories.unsupervised_steps (e.g. 9000, PEBBLE's) with "
+                          "trajectories=agent, or drop the warm start")
+    if horizon is not None and steps < horizon:
+        raise ConfigError("trajectories.unsupervised_steps", f"gives each env copy {steps} steps of pre-training, "
+                          f"fewer than an episode of {env_id} ({horizon}): the warm start would have no episode to "
+                          "learn from; raise it or lower env.n_envs")
+    if not reward_net.markovian:
+        raise ConfigError("reward_trainer.warm_start", f"fits a reward to each step, and {type(reward_net).__name__} "
+                          "scores whole segments; use a Markovian reward net or drop the warm start")
 
 
 def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:

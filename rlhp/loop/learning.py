@@ -106,8 +106,14 @@ class PreferenceLearning(RewardLearning):
         self.pool = pool
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
-        """Sample, fragment, query, gather, and train the reward model on every label so far."""
+        """Sample, fragment, query, gather, and train the reward model on every label so far (in the first round,
+        after its warm start on the agent's unsupervised pre-training)."""
         self.collect(result, clock, callbacks)
+        if result.iteration == 0:
+            explored = self.source.pretraining_episodes()  # taken whether or not used: the source lets them go
+            if explored and self.reward_trainer.warm_start.needs_pretraining:
+                with clock("warm_start"):
+                    result.metrics.update(self.reward_trainer.start_warm(explored))
         if self.labelled:
             self.train_reward(result, clock)
 

@@ -120,6 +120,7 @@ class AgentTrainer(TrajectorySource, Agent):
             raise ArgumentError("unsupervised_steps", f"must be >= 0, got {unsupervised_steps}")
         self.unsupervised_left, self.entropy_k = unsupervised_steps, entropy_k
         self._sampled: dict[str, float] = {}
+        self._pretraining: list[Trajectory] = []
 
     @property
     def agent(self) -> AgentTrainer:
@@ -215,6 +216,8 @@ class AgentTrainer(TrajectorySource, Agent):
         explore = int(round(self.exploration_frac * steps))
         wanted = steps - explore
         finished = self.recorder.pop_finished()
+        if unsupervised:  # the same episodes, not copies: they are handed over once, in this round
+            self._pretraining = list(finished)
         fresh = take(reversed(finished), wanted)
         # The freshest of the rest wait for the next sample (up to one sample's worth): on a fixed
         # horizon every env copy finishes at once, so a round's training yields all or nothing, and
@@ -233,6 +236,16 @@ class AgentTrainer(TrajectorySource, Agent):
                          "sampled_exploration_steps": sum(map(len, explored)),
                          **({"unsupervised_steps": unsupervised} if unsupervised else {})}
         return fresh + explored
+
+    @property
+    def pretraining_steps(self) -> int:
+        """Env steps of each env copy's state-entropy pre-training still to run."""
+        return self.unsupervised_left // self.venv.num_envs
+
+    def pretraining_episodes(self) -> list[Trajectory]:
+        """The episodes the state-entropy pre-training finished, once (the first sample's round takes them)."""
+        episodes, self._pretraining = self._pretraining, []
+        return episodes
 
     def _pretrain_unsupervised(self) -> int:
         """Train the agent on the state-entropy reward, once, before its first sample; return the steps."""

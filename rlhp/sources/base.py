@@ -109,6 +109,17 @@ class TrajectorySource(ABC):
         """Figures about the last :meth:`sample`, logged with the round (none unless overridden)."""
         return {}
 
+    @property
+    def pretraining_steps(self) -> int:
+        """Env steps of each env copy's unsupervised pre-training still to run before the first sample (none
+        unless overridden)."""
+        return 0
+
+    def pretraining_episodes(self) -> list[Trajectory]:
+        """The episodes the unsupervised pre-training finished, handed over once after the first sample (none
+        unless overridden)."""
+        return []
+
 
 def take(trajectories: Iterable[Trajectory], steps: int) -> list[Trajectory]:
     """Trajectories in the given order until they cover ``steps`` transitions (or run out)."""

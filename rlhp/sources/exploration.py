@@ -7,6 +7,18 @@ import torch
 
 from rlhp.errors import ArgumentError
 
+QUERY_CHUNK = 1024
+"""Observations scored at once: a chunk's distances to every remembered one are held together."""
+
+
+def state_entropy(queries: torch.Tensor, memory: torch.Tensor, k: int) -> torch.Tensor:
+    """``log(1 + d)`` for each flat observation of ``queries``, ``d`` its distance to its ``k``-th nearest
+    neighbour in ``memory``, which holds the queries themselves (each is its own nearest, at 0, and not counted)."""
+    k = min(k + 1, len(memory))
+    return torch.cat([torch.log1p(torch.cdist(queries[lo:lo + QUERY_CHUNK], memory)
+                                  .topk(k, largest=False).values[:, -1])
+                      for lo in range(0, len(queries), QUERY_CHUNK)])
+
 
 class StateEntropyReward:
     """Rewards each new observation with ``log(1 + d)``, ``d`` its distance to its ``k``-th nearest neighbour
@@ -29,9 +41,7 @@ class StateEntropyReward:
         """The rewards of a batch of observations, which are then remembered."""
         x = torch.as_tensor(np.asarray(next_obs, dtype=np.float32).reshape(len(next_obs), -1))
         self._remember(x)
-        k = min(self.k + 1, len(self.memory))  # +1: each observation is its own nearest, at 0
-        kth = torch.cdist(x, self.memory).topk(k, largest=False).values[:, -1]
-        return torch.log1p(kth).numpy()
+        return state_entropy(x, self.memory, self.k).numpy()
 
     def _remember(self, x: torch.Tensor) -> None:
         if len(self.memory) < self.capacity:

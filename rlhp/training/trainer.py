@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from rlhp.data import FragmentPairs
+from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.preferences import PreferenceDataset
 from rlhp.data.ratings import RatingDataset
 from rlhp.data.torch_files import save_torch
@@ -27,8 +27,10 @@ from rlhp.training.filters import Judgement, KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
 from rlhp.training.ratings import Cutpoints, rating_logprobs, rating_loss
 from rlhp.training.replay import AllLabels, LabelReplay
+from rlhp.training.warm_start import NoWarmStart, WarmStart, transitions
 
 WHOLE_FRAGMENTS, NO_PSEUDO_LABELS, KEEP_ALL, ALL_LABELS = WholeFragments(), NoPseudoLabels(), KeepAll(), AllLabels()
+NO_WARM_START = NoWarmStart()
 
 
 class PairScores(NamedTuple):
@@ -94,6 +96,8 @@ class RewardTrainer:
         label_filter: which labels it trains on each epoch (all, not those it confidently contradicts, or RIME's
             trusted ones with the surest contradictions flipped).
         replay: which pairs a pass covers (every label, or a bounded window of new ones and a replay sample).
+        warm_start: what the net learns before its first label (nothing, or RIME's fit to the intrinsic reward of
+            the agent's unsupervised pre-training): ``warm_start_`` metrics, in the first round.
     """
 
     cutpoints: Cutpoints | None = None
@@ -108,7 +112,8 @@ class RewardTrainer:
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0,
                  crop: Crop = WHOLE_FRAGMENTS, pseudo_labels: PseudoLabeller = NO_PSEUDO_LABELS,
-                 label_filter: LabelFilter = KEEP_ALL, replay: LabelReplay = ALL_LABELS) -> None:
+                 label_filter: LabelFilter = KEEP_ALL, replay: LabelReplay = ALL_LABELS,
+                 warm_start: WarmStart = NO_WARM_START) -> None:
         for name, value in (("batch_size", batch_size), ("epochs", epochs),
                             ("minibatch_size", 1 if minibatch_size is None else minibatch_size)):
             if value < 1:
@@ -136,6 +141,7 @@ class RewardTrainer:
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
         self.crop, self.pseudo_labels, self.label_filter, self.replay = crop, pseudo_labels, label_filter, replay
+        self.warm_start = warm_start
         self.unlabelled: FragmentPairs | None = None  # given by remember_unlabelled
         self.optimizer = torch.optim.AdamW(reward_net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
@@ -237,6 +243,16 @@ class RewardTrainer:
             return self._train(dataset, epoch_multiplier, ratings)
         finally:
             self.net.train(False)  # dropout and batch norm train here only; everything else scores in eval mode
+
+    def start_warm(self, explored: list[Trajectory]) -> dict[str, float]:
+        """Before the first label: fit the net as its warm start says to the episodes the agent ``explored`` in its
+        unsupervised pre-training; return its metrics."""
+        raw = transitions(explored, self.net.device)
+        self.net.fit_input_norm(*raw)
+        try:
+            return self.warm_start.fit(self.net, self.optimizer, self.rng, self._encoder(raw), raw[2])
+        finally:
+            self.net.train(False)
 
     def _train_ratings(self, ratings: RatingDataset, epoch_multiplier: float) -> dict[str, float]:
         """Train on rated clips alone (no pair is labelled yet)."""
