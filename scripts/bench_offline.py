@@ -47,6 +47,9 @@ def main() -> None:
     parser.add_argument("--experiments", nargs="+", default=["hopper_medium_replay"])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
+    parser.add_argument("--reward-nets", nargs="+", choices=["markovian", "transformer"],
+                        default=["markovian", "transformer"], help="the reward models to run (a column left out reads "
+                        "'not run')")
     parser.add_argument("--machine", default=f"{os.cpu_count()}-core CPU",
                         help="where the runs ran, for the table's caption (default: this machine)")
     add_run_options(parser, "multirun/bench_offline", "bench_offline")
@@ -55,6 +58,8 @@ def main() -> None:
         parser.error("--seeds and --jobs must be positive")
 
     given = "".join(f" --override {o}" for o in args.override)
+    if args.reward_nets != ["markovian", "transformer"]:
+        given += f" --reward-nets {' '.join(args.reward_nets)}"
     lines = [f"Written by `python scripts/bench_offline.py --experiments {' '.join(args.experiments)} --seeds "
              f"{args.seeds}{given}` on a {args.machine}, a run a core ({time.strftime('%Y-%m-%d')}). D4RL's normalised "
              f"score of the final policy (100 = D4RL's expert), mean ± 95% CI over seeds 0-{args.seeds - 1}; wall: a "
@@ -67,22 +72,28 @@ def main() -> None:
     for name in args.experiments:
         learned, transformer, ceiling = (
             sweep(args.root / name / folder, [f"experiment=offline/{name}", *overrides, *args.override,
-                                              seeds(args.seeds)], args.jobs)
-            for folder, overrides in (("learned", []), ("transformer", ["reward_net=preference_transformer"]),
-                                      ("ceiling", ["reward_learning=none"])))
-        config = learned[0].folder.config()
+                                              seeds(args.seeds)], args.jobs) if wanted else []
+            for folder, overrides, wanted in (
+                ("learned", [], "markovian" in args.reward_nets),
+                ("transformer", ["reward_net=preference_transformer"], "transformer" in args.reward_nets),
+                ("ceiling", ["reward_learning=none"], True)))
+        config = (learned or transformer)[0].folder.config()
         body = config.env.id.split("-")[0]
         episodes, meta = open_trajectories(config.trajectories.path)
         made = meta.get("collection", {})
         how = (f"`rlhp-collect` replay to return {made['stop_at_return']}" if made.get("replay")
                else f"`{config.trajectories.path}`")
-        markovian, pt, top = (normalised(r, body) for r in (learned, transformer, ceiling))
-        better, score = max((("Markovian", markovian), ("PT", pt)), key=lambda named: named[1].mean())
+        top = normalised(ceiling, body)
+        scores = {model: normalised(runs, body) for model, runs in (("Markovian", learned), ("PT", transformer))
+                  if runs}
+        better = max(scores, key=lambda model: scores[model].mean())
         label, *published = PUBLISHED.get(name, (name, np.nan, np.nan, np.nan))
+        ran = [cell(scores[model]) if model in scores else "not run" for model in ("Markovian", "PT")]
+        walls = ", ".join(f"{wall(runs).mean():.0f}" if runs else "–" for runs in (learned, transformer))
         lines.append(f"| {label.split(' (')[0]} ({config.total_comparisons}) | {how} | "
-                     f"{sum(map(len, episodes)):,} ({len(episodes)}) | {cell(top)} | {cell(markovian)} | {cell(pt)} | "
-                     f"{better}: {100 * score.mean() / top.mean():.0f}% | {wall(learned).mean():.0f}, "
-                     f"{wall(transformer).mean():.0f} | " + " | ".join(f"{p:.1f}" for p in published) + " |")
+                     f"{sum(map(len, episodes)):,} ({len(episodes)}) | {cell(top)} | {' | '.join(ran)} | "
+                     f"{better}: {100 * scores[better].mean() / top.mean():.0f}% | {walls} | "
+                     + " | ".join(f"{p:.1f}" for p in published) + " |")
     show("\n".join(lines), args.out, args.block)
 
 
