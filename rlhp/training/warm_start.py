@@ -56,8 +56,7 @@ class IntrinsicWarmStart:
     Args:
         updates_per_step: gradient steps per pre-training transition (RIME: 5).
         batch_size: transitions per member and step (RIME: the agent's, 1,024 on DMC, 512 on Meta-World). RIME's
-            5 steps of 1,024 cost 20 times the defaults' compute: on a CPU core, PEBBLE's 9,000 pre-training steps
-            and B-Pref's 3 x 256 x 3 reward net would take RIME's about 100 minutes.
+            5 steps of 1,024 cost 20 times the defaults' compute.
         k: the neighbour whose distance is the intrinsic reward (the pre-training's ``entropy_k``).
     """
 
