@@ -74,6 +74,7 @@ class AsynchronousPreferenceLearning(PreferenceLearning):
             self.reward_trainer.net.publish_to(self.published)
             return
         self.collect(result, clock, callbacks)
+        self.warm_start(result, clock)
         if self.labelled:
             # The update writes its own metrics: the agent's thread writes the round's meanwhile.
             update = RoundResult(result.iteration, {}, result.sampled)

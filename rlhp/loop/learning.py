@@ -106,16 +106,20 @@ class PreferenceLearning(RewardLearning):
         self.pool = pool
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
-        """Sample, fragment, query, gather, and train the reward model on every label so far (in the first round,
-        after its warm start on the agent's unsupervised pre-training)."""
+        """Sample, fragment, query, gather, and train the reward model on every label so far (in the round of the
+        first sample, after its warm start on the agent's unsupervised pre-training, which that sample ran)."""
         self.collect(result, clock, callbacks)
-        if result.iteration == 0:
-            explored = self.source.pretraining_episodes()  # taken whether or not used: the source lets them go
-            if explored and self.reward_trainer.warm_start.needs_pretraining:
-                with clock("warm_start"):
-                    result.metrics.update(self.reward_trainer.start_warm(explored))
+        self.warm_start(result, clock)
         if self.labelled:
             self.train_reward(result, clock)
+
+    def warm_start(self, result: RoundResult, clock: PhaseClock) -> None:
+        """Fit the reward model to the unsupervised pre-training the source ran in this round's sample, where the
+        trainer has a warm start (the source hands the pre-training over once, and lets it go either way)."""
+        explored = self.source.pretraining_episodes()
+        if explored and self.reward_trainer.warm_start.needs_pretraining:
+            with clock("warm_start"):
+                result.metrics.update(self.reward_trainer.start_warm(explored))
 
     @property
     def labelled(self) -> bool:

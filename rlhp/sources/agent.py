@@ -216,8 +216,6 @@ class AgentTrainer(TrajectorySource, Agent):
         explore = int(round(self.exploration_frac * steps))
         wanted = steps - explore
         finished = self.recorder.pop_finished()
-        if unsupervised:  # the same episodes, not copies: they are handed over once, in this round
-            self._pretraining = list(finished)
         fresh = take(reversed(finished), wanted)
         # The freshest of the rest wait for the next sample (up to one sample's worth): on a fixed
         # horizon every env copy finishes at once, so a round's training yields all or nothing, and
@@ -251,13 +249,15 @@ class AgentTrainer(TrajectorySource, Agent):
         """Train the agent on the state-entropy reward, once, before its first sample; return the steps."""
         if self.unsupervised_left <= 0:
             return 0
-        before = self.algorithm.num_timesteps
+        before, finished = self.algorithm.num_timesteps, len(self.recorder.finished)
         self.venv.intrinsic = StateEntropyReward(self.entropy_k)
         try:
             self.algorithm.learn(self.unsupervised_left, reset_num_timesteps=False, progress_bar=False)
         finally:
             self.venv.intrinsic = None
         self.unsupervised_left = 0
+        # The same episodes as the sample's, not copies, handed over once (see pretraining_episodes).
+        self._pretraining = self.recorder.finished[finished:]
         return self.algorithm.num_timesteps - before
 
     def metrics(self) -> dict[str, float]:

@@ -245,7 +245,7 @@ class RewardTrainer:
             self.net.train(False)  # dropout and batch norm train here only; everything else scores in eval mode
 
     def start_warm(self, explored: list[Trajectory]) -> dict[str, float]:
-        """Before the first label: fit the net as its warm start says to the episodes the agent ``explored`` in its
+        """Before the first labels: fit the net as its warm start says to the episodes the agent ``explored`` in its
         unsupervised pre-training; return its metrics."""
         raw = transitions(explored, self.net.device)
         self.net.fit_input_norm(*raw)
