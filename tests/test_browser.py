@@ -121,7 +121,8 @@ def playing_times(page: Page) -> list[float]:
 
 
 def sent(page: Page, n: int) -> list[dict]:
-    page.wait_for_function(f"window.rlhp.sent.length >= {n}", timeout=10_000)
+    # Generous: with the whole suite on two cores, the page once took over 10 s to send an answer it had.
+    page.wait_for_function(f"window.rlhp.sent.length >= {n}", timeout=30_000)
     return page.evaluate("window.rlhp.sent")
 
 
