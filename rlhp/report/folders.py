@@ -43,10 +43,6 @@ def overrides_by_key(overrides: list[str]) -> dict[str, str]:
     return {k: v for k, _, v in (o.partition("=") for o in pairs) if not k.startswith("hydra.")}
 
 
-def _overrides(run: RunFolder) -> dict[str, str]:
-    return overrides_by_key(run.overrides())
-
-
 def _status(run: RunFolder) -> str:
     if run.finished():
         return "finished"
@@ -69,6 +65,7 @@ def find_runs(folder: str | Path) -> list[Run]:
     for path in found:
         run = RunFolder(path)
         status = _status(run)
-        runs.append(Run(run, _overrides(run), status, run.metrics() if run.metrics_csv.exists() else [],
+        runs.append(Run(run, overrides_by_key(run.overrides()), status,
+                        run.metrics() if run.metrics_csv.exists() else [],
                         run.evaluation() if status == "finished" else {}))
     return runs
