@@ -16,7 +16,7 @@ from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
 from rlhp.data.minari import save_minari
 from rlhp.envs import GymEnv
-from rlhp.errors import ConfigError, DataError
+from rlhp.errors import ArgumentError, ConfigError, DataError
 from rlhp.offline import OfflineAlgorithm, Transitions
 from rlhp.offline.algorithm import d3rlpy_module
 from rlhp.rewards import EnvReward
@@ -123,6 +123,30 @@ def test_an_offline_agent_learns_the_reward_it_is_paid_not_the_envs(name):
         assert actions.shape == (500, 1) and np.all(np.abs(actions) <= 2.0 + 1e-5)  # the env's bounds
         means[sign] = float(actions.mean())
     assert means[1.0] > 0.5 and means[-1.0] < -0.5, means
+
+
+@pytest.mark.parametrize(("offset", "scaling"), [("none", "none"), ("nonnegative", "none"),
+                                                 ("none", "return_range"), ("nonnegative", "return_range")])
+def test_the_learner_is_paid_the_reward_offset_then_scaled_as_configured(offset, scaling):
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    venv = env.make(0)
+    venv.action_space.seed(0)
+    data = Transitions.of(rollout(venv, random_policy(venv.action_space), 1000))
+    algorithm = OfflineAlgorithm("IQL", {"hidden_units": [8]}, reward_scaling=scaling, return_range=100.0,
+                                 reward_offset=offset)
+    paid = OfflineAgent(algorithm, data, *env.spaces(), ActionReward(1.0), seed=0).rewards()
+    raw = data.acts[:, 0]  # actions uniform in [-2, 2]: some rewards below 0
+    want = raw - raw.min() if offset == "nonnegative" else raw
+    if scaling == "return_range":
+        want = want * 100.0 / data.return_range(want)
+        assert data.return_range(paid) == pytest.approx(100.0, rel=1e-5)
+    np.testing.assert_allclose(paid, want, rtol=1e-5, atol=1e-5)
+    assert (paid.min() == pytest.approx(0.0, abs=1e-6)) == (offset == "nonnegative")
+
+
+def test_an_unknown_reward_offset_is_refused_naming_it():
+    with pytest.raises(ArgumentError, match="^reward_offset must be none or nonnegative"):
+        OfflineAlgorithm("IQL", {"hidden_units": [8]}, reward_offset="positive")
 
 
 def test_an_offline_agent_refuses_discrete_actions():

@@ -59,16 +59,24 @@ class OfflineAlgorithm:
             differ by ``return_range`` (IQL's scaling on MuJoCo; a learned reward's scale is arbitrary), ``none``
             keeps them.
         return_range: see ``reward_scaling``.
+        reward_offset: ``nonnegative`` raises every step's reward by the dataset's lowest, before scaling, so that
+            no step pays less than 0: where episodes end on failure (a hopper's fall), a step alive is then never
+            worth less than ending (the "survival instinct" of offline RL, Li et al., NeurIPS 2023). The
+            preference loss cannot see a reward's offset, so a learned reward's is arbitrary. ``none`` keeps it.
         normalize_observations: standardise observations by the dataset's mean and deviation (TD3+BC's).
     """
 
     def __init__(self, name: str, learner: dict[str, Any], device: str = "cpu",
                  reward_scaling: Literal["return_range", "none"] = "return_range", return_range: float = 1000.0,
-                 normalize_observations: bool = False) -> None:
+                 normalize_observations: bool = False,
+                 reward_offset: Literal["none", "nonnegative"] = "none") -> None:
         if reward_scaling not in ("return_range", "none"):
             raise ArgumentError("reward_scaling", f"must be return_range or none, got {reward_scaling!r}")
+        if reward_offset not in ("none", "nonnegative"):
+            raise ArgumentError("reward_offset", f"must be none or nonnegative, got {reward_offset!r}")
         if not return_range > 0:
             raise ArgumentError("return_range", f"must be > 0, got {return_range}")
         self.name, self.learner, self.device = name, dict(learner), device
         self.reward_scaling, self.return_range = reward_scaling, float(return_range)
         self.normalize_observations = normalize_observations
+        self.reward_offset = reward_offset

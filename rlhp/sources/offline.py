@@ -85,13 +85,21 @@ class OfflineAgent(Agent):
         gathers no data, so training it earlier on a younger reward serves nothing)."""
         return np.eye(rounds)[-1]
 
+    def rewards(self) -> np.ndarray:
+        """Every transition's reward as the learner is paid it: relabelled by the current reward, offset and
+        scaled as the agent's config says, float32."""
+        data = self.transitions
+        rewards = data.rewards(self.reward)
+        if self.spec.reward_offset == "nonnegative":
+            rewards = rewards - rewards.min()
+        if self.spec.reward_scaling == "return_range":
+            rewards = rewards * (self.spec.return_range / max(data.return_range(rewards), 1e-8))
+        return rewards.astype(np.float32)
+
     def train(self, steps: int) -> AgentReport:
         """``steps`` gradient steps on mini-batches of the transitions, relabelled first."""
         data = self.transitions
-        rewards = data.rewards(self.reward)
-        if self.spec.reward_scaling == "return_range":
-            rewards = rewards * (self.spec.return_range / max(data.return_range(rewards), 1e-8))
-        rewards = rewards.astype(np.float32)[:, None]
+        rewards = self.rewards()[:, None]
         batch_size, ones = self.learner.config.batch_size, np.ones((self.learner.config.batch_size, 1), np.float32)
         d3rlpy = d3rlpy_module()
         for _ in tqdm(range(steps), desc=f"{self.spec.name} steps", unit="step", leave=False, dynamic_ncols=True,
