@@ -59,10 +59,10 @@ class OfflineAlgorithm:
             differ by ``return_range`` (IQL's scaling on MuJoCo; a learned reward's scale is arbitrary), ``none``
             keeps them.
         return_range: see ``reward_scaling``.
-        reward_offset: ``nonnegative`` raises every step's reward by the dataset's lowest, before scaling, so that
-            no step pays less than 0: where episodes end on failure (a hopper's fall), a step alive is then never
-            worth less than ending (the "survival instinct" of offline RL, Li et al., NeurIPS 2023). The
-            preference loss cannot see a reward's offset, so a learned reward's is arbitrary. ``none`` keeps it.
+        reward_offset: ``nonnegative`` shifts every step's reward so that the dataset's lowest step pays 0
+            (before scaling): where episodes end on failure (a hopper's fall), a step alive is then never worth
+            less than ending (the "survival instinct" of offline RL, Li et al., NeurIPS 2023). The preference
+            loss cannot see a reward's offset, so a learned reward's is arbitrary. ``none`` keeps it.
         normalize_observations: standardise observations by the dataset's mean and deviation (TD3+BC's).
     """
 
