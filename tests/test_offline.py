@@ -142,6 +142,10 @@ def test_the_learner_is_paid_the_reward_offset_then_scaled_as_configured(offset,
         assert data.return_range(paid) == pytest.approx(100.0, rel=1e-5)
     np.testing.assert_allclose(paid, want, rtol=1e-5, atol=1e-5)
     assert (paid.min() == pytest.approx(0.0, abs=1e-6)) == (offset == "nonnegative")
+    # The env's own reward keeps its offset: the ceiling is the same run whatever the setting.
+    ceiling = OfflineAgent(algorithm, data, *env.spaces(), EnvReward(), seed=0).rewards()
+    want = data.env_rews * (100.0 / data.return_range(data.env_rews)) if scaling == "return_range" else data.env_rews
+    np.testing.assert_allclose(ceiling, want, rtol=1e-5, atol=1e-5)
 
 
 def test_an_unknown_reward_offset_is_refused_naming_it():

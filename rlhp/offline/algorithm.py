@@ -59,10 +59,11 @@ class OfflineAlgorithm:
             differ by ``return_range`` (IQL's scaling on MuJoCo; a learned reward's scale is arbitrary), ``none``
             keeps them.
         return_range: see ``reward_scaling``.
-        reward_offset: ``nonnegative`` shifts every step's reward so that the dataset's lowest step pays 0
-            (before scaling): where episodes end on failure (a hopper's fall), a step alive is then never worth
-            less than ending (the "survival instinct" of offline RL, Li et al., NeurIPS 2023). The preference
-            loss cannot see a reward's offset, so a learned reward's is arbitrary. ``none`` keeps it.
+        reward_offset: ``nonnegative`` shifts a learned reward so that the dataset's lowest step pays 0 (before
+            scaling): where episodes end on failure (a hopper's fall), a step alive is then never worth less than
+            ending (the "survival instinct" of offline RL, Li et al., NeurIPS 2023). The preference loss cannot
+            see a reward's offset, so a learned reward's is arbitrary; the env's own reward keeps its offset, part
+            of its task (so the true-reward ceiling is unchanged). ``none`` keeps every reward's.
         normalize_observations: standardise observations by the dataset's mean and deviation (TD3+BC's).
     """
 

@@ -86,11 +86,11 @@ class OfflineAgent(Agent):
         return np.eye(rounds)[-1]
 
     def rewards(self) -> np.ndarray:
-        """Every transition's reward as the learner is paid it: relabelled by the current reward, offset and
-        scaled as the agent's config says, float32."""
+        """Every transition's reward as the learner is paid it: relabelled by the current reward, offset (a learned
+        reward only: the env's own offset is part of its task) and scaled as the agent's config says, float32."""
         data = self.transitions
         rewards = data.rewards(self.reward)
-        if self.spec.reward_offset == "nonnegative":
+        if self.spec.reward_offset == "nonnegative" and not self.reward.reads_env_reward:
             rewards = rewards - rewards.min()
         if self.spec.reward_scaling == "return_range":
             rewards = rewards * (self.spec.return_range / max(data.return_range(rewards), 1e-8))
