@@ -23,12 +23,6 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The end-to-end runs first, each file's tests in their order: the suite's longest tests then start while every
-    worker still has work queued, and its tail is short tests that the workers share out (``--dist worksteal``)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def command_server() -> None:
     """The fork server the installed commands run from, started before any test changes the environment."""
