@@ -92,7 +92,10 @@ def test_the_docs_give_commands_of_every_kind():
 
 
 @pytest.mark.parametrize(("page", "command"), COMMANDS, ids=[f"{p}: {c[:80]}" for p, c in COMMANDS])
-def test_every_documented_command_reads_composes_and_validates(page, command):
+def test_every_documented_command_reads_composes_and_validates(page, command, tmp_path, monkeypatch):
+    # An empty Minari root, as a reader's first run has: a dataset this machine made once must not refuse the
+    # documented command that makes it.
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     argv = filled(command)
     for check in (cli.unreadable_override, cli.moved_group, cli.unknown_option, cli.missing_extra):
         error = check(argv)
