@@ -253,8 +253,10 @@ def test_the_api_says_when_a_query_places_a_clip_and_how_far_the_ranking_has_com
 def test_a_person_ranking_clips_over_http_teaches_cartpole_in_a_third_of_the_answers(tmp_path):
     run_dir = tmp_path / "run"
     with ScriptedAnnotator(run_dir, "person", pause_s=0.05) as person:
+        # Each round waits for every answer, so it trains on the same ranking at any pace (as ratings' test).
         run_cli("rlhp-train", "experiment=cartpole_100_labels", "gatherer=human", "querent=web", "querent.mode=rank",
-                "total_comparisons=10", "gatherer.port=0", "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+                "total_comparisons=10", "gatherer.port=0", "gatherer.min_answered_frac=1", "logger=none",
+                f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text())["true_return_mean"] >= 475
     status = QueryStore(RunFolder(run_dir).queries_db).status()
     assert status["answers"] == person.answered <= 34 and status["ranked_clips"] == 20
