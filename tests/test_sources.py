@@ -196,6 +196,134 @@ def test_the_env_reward_is_kept_in_the_replay_buffer_never_relabelled():
     assert source.derived_arrays() == []
 
 
+def pendulum_cost(obs: np.ndarray, scaled_acts: np.ndarray) -> np.ndarray:
+    """Pendulum-v1's own reward of each step, from the observation before it and SB3's scaled action."""
+    theta = np.arctan2(obs[..., 1], obs[..., 0])
+    return -(theta**2 + 0.1 * obs[..., 2] ** 2 + 0.001 * (2 * scaled_acts[..., 0]) ** 2)
+
+
+@pytest.mark.parametrize("buffer_size", [1000, 60])  # 60: 30 rows of 2 copies, and the pre-training wrote 150
+def test_the_env_reward_replaces_the_pre_trainings_intrinsic_one_in_the_replay_buffer(buffer_size):
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    source = AgentTrainer(functools.partial(SAC, "MlpPolicy", device="cpu", learning_starts=50,
+                                            buffer_size=buffer_size), env, EnvReward(), seed=0,
+                          rng=np.random.default_rng(0), unsupervised_steps=300)
+    source.sample(10)
+    buffer = source.algorithm.replay_buffer
+    n = buffer.buffer_size if buffer.full else buffer.pos
+    assert n == min(150, buffer.buffer_size)
+    # Every stored step pays Pendulum's cost of its state and action (the state-entropy reward is positive).
+    np.testing.assert_allclose(buffer.rewards[:n], pendulum_cost(buffer.observations[:n], buffer.actions[:n]),
+                               rtol=1e-4, atol=1e-4)
+    assert source.venv.env_rewards_while_intrinsic == []
+
+
+def test_a_learned_reward_relabels_the_buffer_before_the_critic_starts_again_then_trains_it(monkeypatch):
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    net = RewardNet(*env.spaces(), hidden_sizes=[8], use_action=True)
+    source = AgentTrainer(functools.partial(SAC, "MlpPolicy", device="cpu", learning_starts=50, buffer_size=1000,
+                                            policy_kwargs={"net_arch": [16]}), env, net, seed=0,
+                          rng=np.random.default_rng(0), unsupervised_steps=300, reset_critic=True,
+                          reset_critic_updates=7)
+    assert not source.critic_reset_due
+    source.sample(10)
+    assert source.critic_reset_due
+    buffer, policy = source.algorithm.replay_buffer, source.algorithm.policy
+    seen = []
+    restart = agent_module.restart_critic
+
+    def spy(algorithm, seed):
+        obs, acts = buffer.observations[:buffer.pos], buffer.actions[:buffer.pos]
+        paid = net.agent_reward(obs.reshape(-1, 3), acts.reshape(-1, 1), buffer.next_observations[:buffer.pos]
+                                .reshape(-1, 3), np.zeros(obs.size // 3, bool), update_stats=False)
+        seen.append((np.allclose(buffer.rewards[:buffer.pos].ravel(), paid, atol=1e-5), seed))
+        restart(algorithm, seed)
+        fresh = {k: v.clone() for k, v in policy.critic.state_dict().items()}
+        updates.append(source.algorithm._n_updates)
+        return fresh
+
+    updates: list[int] = []
+    monkeypatch.setattr(agent_module, "restart_critic", spy)
+    actor = {k: v.clone() for k, v in policy.actor.state_dict().items()}
+    before = source.algorithm._n_updates
+    source.train(0)  # no env steps: only the reset and its own gradient steps
+    assert seen == [(True, 0)]  # relabelled first, then reset from the run's seed
+    assert source.algorithm._n_updates == updates[0] + 7 == before + 7
+    assert any(not torch.equal(actor[k], v) for k, v in policy.actor.state_dict().items())  # the actor trained on
+    source.train(64)
+    assert len(seen) == 1 and not source.critic_reset_due  # once
+
+
+def test_a_critic_starts_again_from_the_seeds_fresh_weights_and_forgets_its_optimisers_moments():
+    from rlhp.sources.critic_reset import can_restart_critic, restart_critic
+
+    env = GymEnv("Pendulum-v1", n_envs=2)
+    algos = [SAC("MlpPolicy", env.make(0), learning_starts=10, buffer_size=500, policy_kwargs={"net_arch": [16]},
+                 seed=s, device="cpu") for s in (0, 1)]
+    for algo in algos:
+        algo.set_logger(__import__("stable_baselines3").common.logger.Logger(None, []))
+        algo.learn(60)
+    actor = {k: v.clone() for k, v in algos[0].policy.actor.state_dict().items()}
+    trained = {k: v.clone() for k, v in algos[0].policy.critic.state_dict().items()}
+    for algo in algos:
+        restart_critic(algo, 5)
+    first, second = (a.policy.critic.state_dict() for a in algos)
+    assert all(torch.equal(first[k], second[k]) for k in first)  # the seed's weights, whatever came before
+    assert all(not torch.equal(first[k], trained[k]) for k in first if k.endswith("weight"))
+    target = algos[0].policy.critic_target.state_dict()
+    assert all(torch.equal(first[k], target[k]) for k in first)
+    assert not algos[0].policy.critic.optimizer.state
+    assert all(torch.equal(actor[k], v) for k, v in algos[0].policy.actor.state_dict().items())
+    assert can_restart_critic(algos[0]) and not can_restart_critic(DQN("MlpPolicy", ENV.make(0), device="cpu"))
+
+
+@pytest.mark.parametrize("name", ["SAC", "TQC", "CrossQ"])
+def test_a_jax_critic_starts_again_from_the_seeds_fresh_weights_and_trains_on(name):
+    sbx = pytest.importorskip("sbx")
+    import jax
+
+    from rlhp.sources.critic_reset import can_restart_critic, restart_critic
+
+    env = GymEnv("Pendulum-v1", n_envs=1)
+    algos = [getattr(sbx, name)("MlpPolicy", env.make(0), learning_starts=10, buffer_size=500, seed=s,
+                                policy_kwargs={"net_arch": [16]}) for s in (0, 1)]
+    for algo in algos:
+        algo.learn(30)
+    states = [n for n in ("qf_state", "qf1_state", "qf2_state") if hasattr(algos[0].policy, n)]
+    trained = {n: getattr(algos[0].policy, n) for n in states}
+    actor = algos[0].policy.actor_state.params
+    for algo in algos:
+        restart_critic(algo, 5)
+    leaves = jax.tree_util.tree_leaves
+    for n in states:
+        first, second = (getattr(a.policy, n) for a in algos)
+        assert all((x == y).all() for x, y in zip(leaves(first.params), leaves(second.params), strict=True))
+        assert any((x != y).any() for x, y in zip(leaves(first.params), leaves(trained[n].params), strict=True))
+        if hasattr(first, "target_params"):
+            assert all((x == y).all() for x, y in zip(leaves(first.params), leaves(first.target_params), strict=True))
+        fresh_moments = leaves(first.tx.init(first.params))
+        assert all((x == y).all() for x, y in zip(leaves(first.opt_state), fresh_moments, strict=True))
+    assert all((x == y).all() for x, y in zip(leaves(actor), leaves(algos[0].policy.actor_state.params), strict=True))
+    assert can_restart_critic(algos[0])
+    algos[0].train(gradient_steps=3, batch_size=8)  # the fresh critic fits the policy's functions
+
+
+@pytest.mark.parametrize(("kwargs", "key"), [
+    ({"reset_critic": True}, "reset_critic"),  # no pre-training to end
+    ({"reset_critic": True, "unsupervised_steps": 64, "algo": PPO}, "reset_critic"),  # no critic to reset
+    ({"reset_critic": True, "unsupervised_steps": 64, "algo": DQN}, "reset_critic"),  # its Q-network is its policy
+    ({"reset_critic_updates": -1}, "reset_critic_updates"),
+])
+def test_a_critic_reset_that_cannot_happen_is_refused_naming_its_key(kwargs, key):
+    kwargs = dict(kwargs)
+    algo = kwargs.pop("algo", SAC)
+    env = GymEnv("Pendulum-v1" if algo is SAC else FIXED_HORIZON_CARTPOLE, n_envs=2)
+    with pytest.raises(ArgumentError) as err:
+        AgentTrainer(functools.partial(algo, "MlpPolicy", device="cpu"), env, RewardNet(*env.spaces()), seed=0,
+                     rng=np.random.default_rng(0), **kwargs)
+    assert err.value.argument == key
+
+
 def test_state_entropy_pays_for_the_unvisited_and_forgets_the_oldest():
     reward = StateEntropyReward(k=2, capacity=8)
     crowd = np.zeros((6, 3), np.float32) + np.random.default_rng(0).normal(scale=0.01, size=(6, 3)).astype(np.float32)

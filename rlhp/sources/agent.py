@@ -20,6 +20,7 @@ from rlhp.errors import ArgumentError, ConfigError
 from rlhp.offline import OfflineAlgorithm
 from rlhp.rewards import AgentReward
 from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
+from rlhp.sources.critic_reset import can_restart_critic, restart_critic
 from rlhp.sources.domains import check_buffer_memory, check_domains, check_rollout_batch
 from rlhp.sources.exploration import StateEntropyReward
 from rlhp.sources.policies import GaussianActionNoise, mixed_policy
@@ -66,6 +67,9 @@ class AgentTrainer(TrajectorySource, Agent):
             varied behaviour; an off-policy agent's buffer is relabelled at the first reward update.
         entropy_k: the neighbour whose distance is that reward (see
             :class:`~rlhp.sources.exploration.StateEntropyReward`).
+        reset_critic: once the pre-training ends and the buffer holds the task's reward, an off-policy agent's
+            critic starts again from fresh weights (see :mod:`rlhp.sources.critic_reset`; PEBBLE's and B-Pref's).
+        reset_critic_updates: gradient steps on the buffer right after that reset (B-Pref's ``reset_update``).
         max_episode_steps: cut the agent's training and sampled episodes at this many steps (None: the env's
             own limit); evaluation keeps the env's limit. Shorter episodes start more often in the same
             timesteps, and on a fixed horizon only an episode's start shows how long the agent lasts.
@@ -76,7 +80,8 @@ class AgentTrainer(TrajectorySource, Agent):
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, reward: AgentReward, seed: int,
                  rng: np.random.Generator, exploration_frac: float = 0.0, switch_prob: float = 0.5,
                  random_prob: float = 0.5, unsupervised_steps: int = 0, entropy_k: int = 5,
-                 max_episode_steps: int | None = None, max_episode_steps_until: int | None = None) -> None:
+                 reset_critic: bool = False, reset_critic_updates: int = 100, max_episode_steps: int | None = None,
+                 max_episode_steps_until: int | None = None) -> None:
         if isinstance(algorithm, OfflineAlgorithm):
             raise ConfigError("agent", f"({algorithm.name}) learns offline, from a fixed dataset: run it with "
                               "trajectories=dataset trajectories.path=<dataset>, or pick an online agent")
@@ -119,8 +124,28 @@ class AgentTrainer(TrajectorySource, Agent):
         if unsupervised_steps < 0:
             raise ArgumentError("unsupervised_steps", f"must be >= 0, got {unsupervised_steps}")
         self.unsupervised_left, self.entropy_k = unsupervised_steps, entropy_k
+        self._check_reset_critic(reset_critic, reset_critic_updates)
+        self.reset_critic, self.reset_critic_updates = reset_critic, reset_critic_updates
         self._sampled: dict[str, float] = {}
         self._pretraining: list[Trajectory] = []
+
+    critic_reset_due = False
+    """Whether the critic starts again before the next training (set when the pre-training ends)."""
+
+    def _check_reset_critic(self, reset_critic: bool, updates: int) -> None:
+        """Refuse a critic reset that cannot happen: no pre-training to reset after, or no critic to reset."""
+        if updates < 0:
+            raise ArgumentError("reset_critic_updates", f"must be >= 0, got {updates}")
+        if not reset_critic:
+            return
+        if self.unsupervised_left == 0:
+            raise ArgumentError("reset_critic", "resets the critic when the unsupervised pre-training ends, and "
+                                "this run has none: set trajectories.unsupervised_steps (e.g. 9000, PEBBLE's), or "
+                                "trajectories.reset_critic=false")
+        if not isinstance(self.algorithm, OffPolicyAlgorithm) or not can_restart_critic(self.algorithm):
+            raise ArgumentError("reset_critic", f"resets an off-policy agent's critic (SAC, TD3, DDPG, TQC, "
+                                f"CrossQ), and {type(self.algorithm).__name__} has none: set "
+                                "trajectories.reset_critic=false")
 
     @property
     def agent(self) -> AgentTrainer:
@@ -137,8 +162,14 @@ class AgentTrainer(TrajectorySource, Agent):
         return (freq.frequency if freq.unit == TrainFrequencyUnit.STEP else 1) * algo.n_envs
 
     def train(self, steps: int) -> AgentReport:
-        """Relabel the replay buffer, then train the whole rollouts that fit in ``steps`` env steps."""
+        """Relabel the replay buffer (and, after the pre-training, reset the critic), then train the whole rollouts
+        that fit in ``steps`` env steps."""
         self._relabel()
+        if self.critic_reset_due:
+            restart_critic(self.algorithm, self.seed)
+            if self.reset_critic_updates:
+                self.algorithm.train(gradient_steps=self.reset_critic_updates, batch_size=self.algorithm.batch_size)
+            self.critic_reset_due = False
         steps -= steps % self.rollout_steps
         if steps <= 0:
             return AgentReport(0, np.zeros(0))
@@ -256,9 +287,23 @@ class AgentTrainer(TrajectorySource, Agent):
         finally:
             self.venv.intrinsic = None
         self.unsupervised_left = 0
+        self._restore_env_rewards(self.algorithm.num_timesteps - before)
+        self.critic_reset_due = self.reset_critic
         # The same episodes as the sample's, not copies, handed over once (see pretraining_episodes).
         self._pretraining = self.recorder.finished[finished:]
         return self.algorithm.num_timesteps - before
+
+    def _restore_env_rewards(self, steps: int) -> None:
+        """Put the env's own rewards back in the buffer rows the pre-training filled with its intrinsic one, where
+        the buffer holds the env's reward (the ceiling): no relabelling ever rewrites those rows (a learned reward
+        rewrites the whole buffer before each training)."""
+        paid, self.venv.env_rewards_while_intrinsic = self.venv.env_rewards_while_intrinsic, []
+        if not isinstance(self.algorithm, OffPolicyAlgorithm) or not self.venv.reward.reads_env_reward or not paid:
+            return
+        buffer = self.algorithm.replay_buffer
+        kept = np.stack(paid)[-buffer.buffer_size:]  # a buffer smaller than the pre-training kept its last rows
+        rows = (buffer.pos - len(kept) + np.arange(len(kept))) % buffer.buffer_size
+        buffer.rewards[rows] = kept
 
     def metrics(self) -> dict[str, float]:
         """Steps of the last sample taken from training episodes, from extra rollouts of the policy,

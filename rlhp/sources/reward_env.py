@@ -30,6 +30,9 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.reward, self.recorder = reward, recorder
         self.intrinsic: Callable[[np.ndarray], np.ndarray] | None = None
         """While set, the agent gets this reward of the next observations instead (unsupervised pre-training)."""
+        self.env_rewards_while_intrinsic: list[np.ndarray] = []
+        """The env's own rewards of the steps paid :attr:`intrinsic`, in order (what a buffer of the env's reward
+        must hold for them once the pre-training ends)."""
         self._obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
         self.deferring = False
@@ -41,7 +44,8 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         return {k: v for k, v in self.__dict__.items() if k != "class_attributes"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"deferring": False, "_pending": [], **state})  # checkpoints from before deferral
+        # Checkpoints from before deferral, and from before the env's rewards were kept during pre-training.
+        self.__dict__.update({"deferring": False, "_pending": [], "env_rewards_while_intrinsic": [], **state})
         self.class_attributes = dict(inspect.getmembers(self.__class__))
 
     def reset(self) -> np.ndarray:
@@ -61,6 +65,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         next_obs = next_observations(obs, dones, infos)
         if self.intrinsic is not None:
             rews = self.intrinsic(next_obs)
+            self.env_rewards_while_intrinsic.append(true_rews)
         elif self.deferring:
             self._pending.append((self._obs, self._acts, next_obs, terminations(dones, infos), true_rews))
             rews = np.zeros(len(true_rews), np.float32)
