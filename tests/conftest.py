@@ -21,6 +21,10 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir(
 # By default JAX caches only compiles over a second; SBX's many small ones add up to ~3 s a process.
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# torch sets its compiler's cache folder in the environment the first time it needs it, inside a test process:
+# named up front, the variable is as the command server found it, and commands stay forked (a changed variable
+# read at import sends every later command of that process to a fresh interpreter, 3 s each).
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-torchinductor"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import multiprocessing
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import traceback
 from collections import OrderedDict
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -173,6 +177,37 @@ def _run_command(cmd: str, argv: list[str], cwd: str, env: dict[str, str], out: 
     os._exit(code)  # as the interpreter would exit, but without multiprocessing's own reporting
 
 
+def _run_killed(target: tuple[str, str, int], argv: list[str], cwd: str, env: dict[str, str], out: str,
+                err: str) -> None:
+    """In the forked child: ``rlhp-train`` with ``argv``, killed (SIGKILL) at the ``nth`` call of a function."""
+    module, path, nth = target
+    owner = importlib.import_module(module)
+    for name in path.split(".")[:-1]:
+        owner = getattr(owner, name)
+    original, calls = getattr(owner, path.split(".")[-1]), []
+
+    def killer(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*args, **kwargs)
+
+    setattr(owner, path.split(".")[-1], killer)
+    _run_command("rlhp-train", argv, cwd, env, out, err)
+
+
+def run_killed(module: str, path: str, nth: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``rlhp-train`` with ``overrides`` until the ``nth`` call of ``path`` (``Class.method`` or a function) in
+    ``module`` kills it with SIGKILL, as a crash would; in a child of the fork server, as :func:`run_cli`. The
+    function must be looked up where it is defined when called (a name imported elsewhere keeps the original)."""
+    if not _forkable():
+        changed = set(_read_at_import(os.environ).items()) ^ set(_read_at_import(_SERVER_ENV).items())
+        pytest.fail(f"run_killed forks from the command server, and these variables, read at import, changed: "
+                    f"{sorted(changed)}")
+    return _forked("rlhp-train", list(overrides), cwd, _command_env(), functools.partial(_run_killed, (module, path,
+                                                                                                        nth)))
+
+
 def start_command_server() -> None:
     """Start the fork server now, with the environment the suite starts with (see :func:`run_cli`)."""
     global _SERVER_ENV
@@ -192,16 +227,26 @@ def run_cli(cmd: str, *overrides: str, cwd: Path, check: bool = True) -> subproc
     The command runs in a child of the fork server, unless the test changed a variable that a preloaded library
     reads once, at import (huggingface_hub's ``HF_HUB_OFFLINE``): such a command gets a fresh interpreter, as its
     console script."""
-    env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
-    if not _SERVER_ENV or _read_at_import(os.environ) != _read_at_import(_SERVER_ENV):
+    env = _command_env()
+    if not _forkable():
         proc = subprocess.run([str(BIN / cmd), *overrides], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=600)
     else:
-        proc = _forked(cmd, list(overrides), cwd, env)
+        proc = _forked(cmd, list(overrides), cwd, env, functools.partial(_run_command, cmd))
     if check and proc.returncode != 0:
         pytest.fail(f"{cmd} {' '.join(overrides)} exited {proc.returncode}\n"
                     f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
+
+
+def _command_env() -> dict[str, str]:
+    """The test's environment, with W&B offline and Hydra's short errors, for a command."""
+    return {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
+
+
+def _forkable() -> bool:
+    """Whether a command can run forked: the server is up and the variables read at import are as it found them."""
+    return bool(_SERVER_ENV) and _read_at_import(os.environ) == _read_at_import(_SERVER_ENV)
 
 
 IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_")
@@ -213,11 +258,13 @@ def _read_at_import(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
 
 
-def _forked(cmd: str, argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``cmd`` run in a child of the fork server, as :func:`subprocess.run` reports a process."""
+def _forked(cmd: str, argv: list[str], cwd: Path, env: dict[str, str],
+            target: Callable[[list[str], str, dict[str, str], str, str], None]) -> subprocess.CompletedProcess:
+    """``cmd`` run by ``target`` (:func:`_run_command` bound to it, or a variant) in a child of the fork server, as
+    :func:`subprocess.run` reports a process."""
     with tempfile.TemporaryDirectory() as tmp:
         out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-        child = _FORKS.Process(target=_run_command, args=(cmd, argv, str(cwd), env, out, err))
+        child = _FORKS.Process(target=target, args=(argv, str(cwd), env, out, err))
         child.start()
         child.join(600)
         if child.exitcode is None:

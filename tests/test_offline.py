@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
-from helpers import random_dataset, run_cli, trajectory
+from helpers import random_dataset, run_cli, run_killed, trajectory
 
 from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
@@ -205,27 +203,14 @@ def test_an_offline_run_trains_on_a_minari_dataset_and_saves_an_agent_d3rlpy_loa
     assert loaded.predict(np.zeros((1, 3), np.float32)).shape == (1, 1)
 
 
-# Runs rlhp-train with OfflineAgent.train wrapped so that its first call kills the process (SIGKILL) first.
-KILLER = """
-import os, signal, sys
-from rlhp.sources.offline import OfflineAgent
-def killer(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGKILL)
-OfflineAgent.train = killer
-sys.argv = ["rlhp-train", *sys.argv[1:]]
-from rlhp.experiment.cli import train_main
-train_main()
-"""
-
-
 @pytest.mark.slow
 def test_an_offline_run_killed_before_its_agent_trains_resumes_to_the_same_result(tmp_path, in_root):
     overrides = [*OFFLINE, "agent=iql", "seed=4"]
     whole = tmp_path / "whole"
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
     run = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, *overrides, f"hydra.run.dir={run}"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600)
+    killed = run_killed("rlhp.sources.offline", "OfflineAgent.train", 1, *overrides, f"hydra.run.dir={run}",
+                        cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     # The checkpoint holds the dataset's path and hash, not its transitions (2,000 of them, 64 kB of observations).
     assert all((p / "resume.pt").stat().st_size < 5_000_000 for p in (run / "checkpoints").iterdir())

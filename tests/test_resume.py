@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sbx
 import stable_baselines3
-from helpers import run_cli
+from helpers import run_cli, run_killed
 from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset
@@ -22,25 +22,7 @@ from rlhp.data.hub import open_trajectories
 pytestmark = pytest.mark.slow
 RUN = ["debug=fast", "logger=none", "seed=5", "num_iterations=5", "keep_checkpoints=2"]
 
-# Runs rlhp-train with one function wrapped so that its n-th call kills the process (SIGKILL) first.
-KILLER = """
-import importlib, os, signal, sys
-module, path, nth = sys.argv[1], sys.argv[2].split("."), int(sys.argv[3])
-owner = importlib.import_module(module)
-for name in path[:-1]:
-    owner = getattr(owner, name)
-original, calls = getattr(owner, path[-1]), []
-def killer(*args, **kwargs):
-    calls.append(1)
-    if len(calls) == nth:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return original(*args, **kwargs)
-setattr(owner, path[-1], killer)
-sys.argv = ["rlhp-train", *sys.argv[4:]]
-from rlhp.experiment.cli import train_main
-train_main()
-"""
-
+# Where a run is killed (SIGKILL, by run_killed): the n-th call of a function of a module.
 MOMENTS = {
     "between gathering and reward training (round 2)": ("rlhp.training", "RewardTrainer.train", 3),
     "inside a checkpoint write (round 2, after reward_net.pt)": ("torch", "save", 8),
@@ -67,8 +49,7 @@ def uninterrupted(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_a_run_killed_at_any_moment_resumes_to_the_same_result(tmp_path, uninterrupted, moment):
     run_dir = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *RUN,
-                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    killed = run_killed(*MOMENTS[moment], *RUN, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not (run_dir / "eval.json").exists()
     resumed = run_cli("rlhp-train", *RUN, f"hydra.run.dir={run_dir}", cwd=tmp_path)  # the same command again
@@ -121,8 +102,7 @@ def test_a_run_learning_its_reward_asynchronously_resumes_to_the_same_result(tmp
                                                                              moment):
     # Killed inside the update's thread, or in the agent's while the update runs beside it.
     whole, run_dir = uninterrupted_asynchronous, tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, *map(str, MOMENTS[moment]), *ASYNCHRONOUS,
-                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    killed = run_killed(*MOMENTS[moment], *ASYNCHRONOUS, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     run_cli("rlhp-train", *ASYNCHRONOUS, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
@@ -199,9 +179,8 @@ def test_a_diverging_reward_model_stops_the_run_with_no_nan_written(tmp_path):
 
 def test_wandb_logs_a_resumed_run_under_the_same_id(tmp_path):
     run_dir = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, "rlhp.training", "RewardTrainer.train", "3", *RUN[:1],
-                             "logger=wandb", *RUN[2:], f"hydra.run.dir={run_dir}"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    killed = run_killed("rlhp.training", "RewardTrainer.train", 3, *RUN[:1], "logger=wandb", *RUN[2:],
+                        f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL
     run_cli("rlhp-train", *RUN[:1], "logger=wandb", *RUN[2:], f"hydra.run.dir={run_dir}", cwd=tmp_path)
     run_id = (run_dir / "wandb" / "rlhp-run-id").read_text()
@@ -278,9 +257,8 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     whole = tmp_path / "whole"
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
     run_dir = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLER, "rlhp.sources.agent", "AgentTrainer.train", "3",
-                             *overrides, f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=600)
+    killed = run_killed("rlhp.sources.agent", "AgentTrainer.train", 3, *overrides, f"hydra.run.dir={run_dir}",
+                        cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of resume.pt
     assert all((p / "resume.pt").stat().st_size < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
