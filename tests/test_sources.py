@@ -229,29 +229,29 @@ def test_a_learned_reward_relabels_the_buffer_before_the_critic_starts_again_the
     source.sample(10)
     assert source.critic_reset_due
     buffer, policy = source.algorithm.replay_buffer, source.algorithm.policy
-    seen = []
-    restart = agent_module.restart_critic
+    events = []
+    restart, train = agent_module.restart_critic, source.algorithm.train
 
-    def spy(algorithm, seed):
+    def restarted(algorithm, seed):
         obs, acts = buffer.observations[:buffer.pos], buffer.actions[:buffer.pos]
         paid = net.agent_reward(obs.reshape(-1, 3), acts.reshape(-1, 1), buffer.next_observations[:buffer.pos]
                                 .reshape(-1, 3), np.zeros(obs.size // 3, bool), update_stats=False)
-        seen.append((np.allclose(buffer.rewards[:buffer.pos].ravel(), paid, atol=1e-5), seed))
+        events.append(("reset", np.allclose(buffer.rewards[:buffer.pos].ravel(), paid, atol=1e-5), seed))
         restart(algorithm, seed)
-        fresh = {k: v.clone() for k, v in policy.critic.state_dict().items()}
-        updates.append(source.algorithm._n_updates)
-        return fresh
 
-    updates: list[int] = []
-    monkeypatch.setattr(agent_module, "restart_critic", spy)
+    def trained(gradient_steps, batch_size):
+        events.append(("train", gradient_steps))
+        train(gradient_steps=gradient_steps, batch_size=batch_size)
+
+    monkeypatch.setattr(agent_module, "restart_critic", restarted)
+    monkeypatch.setattr(source.algorithm, "train", trained)
     actor = {k: v.clone() for k, v in policy.actor.state_dict().items()}
-    before = source.algorithm._n_updates
     source.train(0)  # no env steps: only the reset and its own gradient steps
-    assert seen == [(True, 0)]  # relabelled first, then reset from the run's seed
-    assert source.algorithm._n_updates == updates[0] + 7 == before + 7
+    # Relabelled first, then reset from the run's seed, then 7 gradient steps on the buffer.
+    assert events == [("reset", True, 0), ("train", 7)]
     assert any(not torch.equal(actor[k], v) for k, v in policy.actor.state_dict().items())  # the actor trained on
     source.train(64)
-    assert len(seen) == 1 and not source.critic_reset_due  # once
+    assert [e for e in events if e[0] == "reset"] == [("reset", True, 0)] and not source.critic_reset_due
 
 
 def test_a_critic_starts_again_from_the_seeds_fresh_weights_and_forgets_its_optimisers_moments():
