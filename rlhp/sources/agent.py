@@ -143,7 +143,7 @@ class AgentTrainer(TrajectorySource, Agent):
                                 "this run has none: set trajectories.unsupervised_steps (e.g. 9000, PEBBLE's), or "
                                 "trajectories.reset_critic=false")
         if not isinstance(self.algorithm, OffPolicyAlgorithm) or not can_restart_critic(self.algorithm):
-            raise ArgumentError("reset_critic", f"resets an off-policy agent's critic (SAC, TD3, DDPG, TQC, "
+            raise ArgumentError("reset_critic", "resets an off-policy agent's critic (SAC, TD3, DDPG, TQC, "
                                 f"CrossQ), and {type(self.algorithm).__name__} has none: set "
                                 "trajectories.reset_critic=false")
 
@@ -287,13 +287,13 @@ class AgentTrainer(TrajectorySource, Agent):
         finally:
             self.venv.intrinsic = None
         self.unsupervised_left = 0
-        self._restore_env_rewards(self.algorithm.num_timesteps - before)
+        self._restore_env_rewards()
         self.critic_reset_due = self.reset_critic
         # The same episodes as the sample's, not copies, handed over once (see pretraining_episodes).
         self._pretraining = self.recorder.finished[finished:]
         return self.algorithm.num_timesteps - before
 
-    def _restore_env_rewards(self, steps: int) -> None:
+    def _restore_env_rewards(self) -> None:
         """Put the env's own rewards back in the buffer rows the pre-training filled with its intrinsic one, where
         the buffer holds the env's reward (the ceiling): no relabelling ever rewrites those rows (a learned reward
         rewrites the whole buffer before each training)."""
