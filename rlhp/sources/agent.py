@@ -295,8 +295,9 @@ class AgentTrainer(TrajectorySource, Agent):
 
     def _restore_env_rewards(self) -> None:
         """Put the env's own rewards back in the buffer rows the pre-training filled with its intrinsic one, where
-        the buffer holds the env's reward (the ceiling): no relabelling ever rewrites those rows (a learned reward
-        rewrites the whole buffer before each training)."""
+        the agent is paid the env's reward (:class:`~rlhp.rewards.EnvReward`): no relabelling ever rewrites those
+        rows, as a learned reward's rewrites the whole buffer before each training. (The CLI's ceiling samples
+        nothing, so it never pre-trains.)"""
         paid, self.venv.env_rewards_while_intrinsic = self.venv.env_rewards_while_intrinsic, []
         if not isinstance(self.algorithm, OffPolicyAlgorithm) or not self.venv.reward.reads_env_reward or not paid:
             return
