@@ -304,7 +304,7 @@ def test_a_jax_critic_starts_again_from_the_seeds_fresh_weights_and_trains_on(na
         fresh_moments = leaves(first.tx.init(first.params))
         assert all((x == y).all() for x, y in zip(leaves(first.opt_state), fresh_moments, strict=True))
     assert all((x == y).all() for x, y in zip(leaves(actor), leaves(algos[0].policy.actor_state.params), strict=True))
-    assert can_restart_critic(algos[0])
+    assert can_restart_critic(algos[0]) and not can_restart_critic(sbx.DQN("MlpPolicy", ENV.make(0)))
     algos[0].train(gradient_steps=3, batch_size=8)  # the fresh critic fits the policy's functions
 
 

@@ -12,7 +12,8 @@ def can_restart_critic(algorithm: BaseAlgorithm) -> bool:
     """Whether :func:`restart_critic` knows this algorithm's critic: SB3's SAC, TD3 and DDPG (``policy.critic``) and
     SBX's SAC, TQC and CrossQ (flax train states)."""
     policy = algorithm.policy
-    return hasattr(policy, "critic_target") or bool(_jax_critic_states(policy))
+    # SBX's DQN has a Q-network state too, but it is its policy: an actor's state marks an actor-critic.
+    return hasattr(policy, "critic_target") or (hasattr(policy, "actor_state") and bool(_jax_critic_states(policy)))
 
 
 def restart_critic(algorithm: BaseAlgorithm, seed: int) -> None:
