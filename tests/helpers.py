@@ -181,10 +181,11 @@ def _run_killed(target: tuple[str, str, int], argv: list[str], cwd: str, env: di
                 err: str) -> None:
     """In the forked child: ``rlhp-train`` with ``argv``, killed (SIGKILL) at the ``nth`` call of a function."""
     module, path, nth = target
+    *parents, name = path.split(".")
     owner = importlib.import_module(module)
-    for name in path.split(".")[:-1]:
-        owner = getattr(owner, name)
-    original, calls = getattr(owner, path.split(".")[-1]), []
+    for parent in parents:
+        owner = getattr(owner, parent)
+    original, calls = getattr(owner, name), []
 
     def killer(*args: object, **kwargs: object) -> object:
         calls.append(1)
@@ -192,7 +193,7 @@ def _run_killed(target: tuple[str, str, int], argv: list[str], cwd: str, env: di
             os.kill(os.getpid(), signal.SIGKILL)
         return original(*args, **kwargs)
 
-    setattr(owner, path.split(".")[-1], killer)
+    setattr(owner, name, killer)
     _run_command("rlhp-train", argv, cwd, env, out, err)
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from helpers import trajectory
 from stable_baselines3 import DQN, PPO, SAC, TD3
+from stable_baselines3.common.logger import Logger
 
 import rlhp.sources.agent as agent_module
 from rlhp.data import save_trajectories
@@ -261,7 +262,7 @@ def test_a_critic_starts_again_from_the_seeds_fresh_weights_and_forgets_its_opti
     algos = [SAC("MlpPolicy", env.make(0), learning_starts=10, buffer_size=500, policy_kwargs={"net_arch": [16]},
                  seed=s, device="cpu") for s in (0, 1)]
     for algo in algos:
-        algo.set_logger(__import__("stable_baselines3").common.logger.Logger(None, []))
+        algo.set_logger(Logger(None, []))
         algo.learn(60)
     actor = {k: v.clone() for k, v in algos[0].policy.actor.state_dict().items()}
     trained = {k: v.clone() for k, v in algos[0].policy.critic.state_dict().items()}

@@ -142,7 +142,7 @@ class AgentTrainer(TrajectorySource, Agent):
             raise ArgumentError("reset_critic", "resets the critic when the unsupervised pre-training ends, and "
                                 "this run has none: set trajectories.unsupervised_steps (e.g. 9000, PEBBLE's), or "
                                 "trajectories.reset_critic=false")
-        if not isinstance(self.algorithm, OffPolicyAlgorithm) or not can_restart_critic(self.algorithm):
+        if not can_restart_critic(self.algorithm):
             raise ArgumentError("reset_critic", "resets an off-policy agent's critic (SAC, TD3, DDPG, TQC, "
                                 f"CrossQ), and {type(self.algorithm).__name__} has none: set "
                                 "trajectories.reset_critic=false")
