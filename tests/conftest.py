@@ -25,6 +25,8 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # named up front, the variable is as the command server found it, and commands stay forked (a changed variable
 # read at import sends every later command of that process to a fresh interpreter, 3 s each).
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-torchinductor"))
+# Tests that train SB3's agents directly get its default logger, which makes an empty tempdir/SB3-<time> folder a run.
+os.environ.setdefault("SB3_LOGDIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-sb3"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,6 +14,7 @@ than links would, since it predicts every answer rather than only "no 5xx".
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -183,6 +184,7 @@ class Labelling(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.client.close()
+        shutil.rmtree(self.folder)
 
 
 Labelling.TestCase.settings = settings(max_examples=30, stateful_step_count=20, derandomize=True, deadline=None,

@@ -18,6 +18,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 from importlib.resources import files
@@ -210,12 +211,14 @@ def dataset() -> None:
             save_trajectories(rollout(venv, random_policy(venv.action_space), episodes=4), staged / "data")
             with contextlib.suppress(OSError):  # another worker was first
                 (staged / "data").rename(path)
+            shutil.rmtree(staged)
     if not LABELS.is_dir():  # 20 pairs of 10-step segments of the four 500-step episodes
         staged = Path(tempfile.mkdtemp(dir=LABELS.parent))
         starts = np.random.default_rng(0).integers(0, 4, (20, 2)) * 500 + 100
         write_label_files(SegmentLabels(starts, np.ones(20, np.float32), 10), staged, "pt")
         with contextlib.suppress(OSError):
             staged.rename(LABELS)
+        shutil.rmtree(staged, ignore_errors=True)  # gone when renamed
 
 
 CASES = cases()

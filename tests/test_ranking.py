@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -330,6 +331,10 @@ class Ranking(RuleBasedStateMachine):
         assert len(implied) == len({frozenset(p[:2]) for p in implied}) == len(position) * (len(position) - 1) // 2
         for clip, versus, label in implied:
             assert label == 0.5 * (1 + np.sign(position[clip] - position[versus]))
+
+    def teardown(self) -> None:
+        self.client.close()
+        shutil.rmtree(self.folder)
 
 
 Ranking.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None, database=None,
