@@ -583,8 +583,8 @@ class QueryStore:
 
     def status(self) -> dict:
         """Queries by state (``answered``: the queries people answered, a ranking's comparisons included; ``implied``:
-        the pairs a ranking implied; ``in_training``: the labels the trainer took, of both), answers per annotator,
-        agreement where a query has several labels, each annotator's figures (:meth:`team`), and in ranking mode the
+        the pairs a ranking implied; ``in_training``: the labels the trainer took, of both), answers per annotator
+        and how many of them rated a clip (``ratings``: one clip watched, not two), agreement where a query has several labels, each annotator's figures (:meth:`team`), and in ranking mode the
         clips ranked and their groups."""
         with self._connect() as db:
             # A ranking's implied pairs are labels nobody was asked for: counted apart from the queries answered.
@@ -592,6 +592,8 @@ class QueryStore:
             states = {state: n for state, implied, n in counts if not implied}
             implied = {state: n for state, implied, n in counts if implied}
             people = dict(db.execute("SELECT annotator, count(*) FROM answers GROUP BY annotator").fetchall())
+            ratings = db.execute("SELECT count(*) FROM answers a JOIN queries q ON q.id = a.query_id "
+                                 "WHERE q.kind = 'rate'").fetchone()[0]
             multi = db.execute("SELECT count(*), coalesce(sum(min_label = max_label), 0) FROM (SELECT "
                                "min(label) AS min_label, max(label) AS max_label FROM answers WHERE label IS NOT NULL "
                                "GROUP BY query_id HAVING count(*) > 1)").fetchone()
@@ -604,6 +606,7 @@ class QueryStore:
             "in_training": states.get("taken", 0) + implied.get("taken", 0),
             "expired": states.get("expired", 0),
             "answers": sum(people.values()),
+            "ratings": ratings,
             "annotators": people,
             "multi_labelled": multi[0],
             "agreement": multi[1] / multi[0] if multi[0] else None,

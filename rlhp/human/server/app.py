@@ -114,7 +114,8 @@ class Released(BaseModel):
 
 class Status(BaseModel):
     """Queries by state (``answered``: those people answered, a ranking's comparisons included; ``implied``: pairs a
-    ranking implied, nobody asked; ``in_training``: labels taken, of both), answers per annotator, agreement on
+    ranking implied, nobody asked; ``in_training``: labels taken, of both), answers per annotator and how many
+    rated a clip (``querent.mode=rate``), agreement on
     queries labelled by several people, each annotator's figures, and the clips ranked and their groups
     (``querent.mode=rank``; equal clips share one)."""
 
@@ -124,6 +125,7 @@ class Status(BaseModel):
     in_training: int
     expired: int
     answers: int
+    ratings: int
     annotators: dict[str, int]
     multi_labelled: int
     agreement: float | None
