@@ -186,7 +186,9 @@ def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_wh
     assert querent.store.status()["answers"] == 15 and querent.store.status()["ratings"] == 10
     for kwargs, key in (({"mode": "rate", "scale": 1}, "scale"), ({"mode": "rate", "rate_share": 1.5}, "rate_share"),
                         ({"mode": "rate", "gold_rate": 0.1}, "gold_rate"),
-                        ({"mode": "rate", "labels_per_query": 2}, "labels_per_query")):
+                        ({"mode": "rate", "labels_per_query": 2}, "labels_per_query"),
+                        ({"mode": "rate", "rate_share": 0.0}, "rate_share"),  # every query a pair: mode=pairs
+                        ({"scale": 7}, "scale"), ({"mode": "rank", "rate_share": 0.5}, "rate_share")):  # mode=rate only
         with pytest.raises(ArgumentError) as err:
             WebQuerent(env, tmp_path, **kwargs)
         assert err.value.argument == key

@@ -22,6 +22,8 @@ INSTRUCTION_FILES = (".md", ".markdown", ".txt")
 GOLDEN = (5**0.5 - 1) / 2
 """The golden ratio's fractional part: ``id * GOLDEN mod 1`` spreads evenly over [0, 1) for consecutive ids."""
 MODES = ("pairs", "rank", "rate")
+SCALE, RATE_SHARE = 5, 1.0
+"""Rating mode's defaults: the scale's top and the share of pairs whose clips are rated."""
 """What people are asked: which of two clips is better, where a new clip goes in a ranking, or a clip's score."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
@@ -107,7 +109,8 @@ class WebQuerent(Querent):
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
-                 gold_labels: int = 2, mode: str = "pairs", scale: int = 5, rate_share: float = 1.0) -> None:
+                 gold_labels: int = 2, mode: str = "pairs", scale: int = SCALE,
+                 rate_share: float = RATE_SHARE) -> None:
         super().__init__()
         if mode not in MODES:
             raise ArgumentError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
@@ -117,6 +120,13 @@ class WebQuerent(Querent):
         if mode != "pairs" and labels_per_query > 1:
             raise ArgumentError("labels_per_query", f"mode={mode} asks one person per comparison or rating: set "
                                 "labels_per_query=1, or mode=pairs")
+        for key, value, default in (("scale", scale, SCALE), ("rate_share", rate_share, RATE_SHARE)):
+            if mode != "rate" and value != default:  # else a forgotten mode=rate asks pairs without a word
+                raise ArgumentError(key, f"applies to mode=rate, and this querent asks mode={mode}: set mode=rate, "
+                                    f"or leave {key} at {default:g}")
+        if mode == "rate" and rate_share == 0:
+            raise ArgumentError("rate_share", "0 rates no clip: every query would be a pair; set mode=pairs, or a "
+                                "share above 0")
         if not 2 <= scale <= MAX_SCALE:
             raise ArgumentError("scale", f"must lie in [2, {MAX_SCALE}] (keys 1 to 9, and 0 for 10), got {scale}")
         ArgumentError.check_share("rate_share", rate_share)
