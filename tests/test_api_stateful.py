@@ -174,7 +174,8 @@ class Labelling(RuleBasedStateMachine):
         assert status["pending"] == states.count("pending") and status["in_training"] == states.count("taken")
         assert status["answered"] == states.count("answered") + states.count("taken")
         assert status["implied"] == 0  # pairs: nothing is implied
-        assert status["expired"] == states.count("expired") and status["answers"] == len(self.answers) and status["ratings"] == 0
+        assert status["expired"] == states.count("expired") and status["answers"] == len(self.answers)
+        assert status["ratings"] == 0  # pairs: no clip rated
         # Agreement: among queries with several labels (can't tell is none), the share whose labels agree.
         labels = {q: [CHOICE_LABELS[c] for qq, _, c in self.answers if qq == q and c != "cant_tell"]
                   for q in self.state}

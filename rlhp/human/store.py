@@ -584,8 +584,9 @@ class QueryStore:
     def status(self) -> dict:
         """Queries by state (``answered``: the queries people answered, a ranking's comparisons included; ``implied``:
         the pairs a ranking implied; ``in_training``: the labels the trainer took, of both), answers per annotator
-        and how many of them rated a clip (``ratings``: one clip watched, not two), agreement where a query has several labels, each annotator's figures (:meth:`team`), and in ranking mode the
-        clips ranked and their groups."""
+        and how many of them rated a clip (``ratings``: one clip watched, not two), agreement where a query has
+        several labels, each annotator's figures (:meth:`team`), and in ranking mode the clips ranked and their
+        groups."""
         with self._connect() as db:
             # A ranking's implied pairs are labels nobody was asked for: counted apart from the queries answered.
             counts = db.execute("SELECT state, kind = 'implied', count(*) FROM queries GROUP BY 1, 2").fetchall()
