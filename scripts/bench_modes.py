@@ -34,6 +34,12 @@ WAIT_S = 86_400
 """A round's time-out: a round waits for every answer."""
 
 
+def person_minutes(status: dict, pair_s: float, rating_s: float) -> float:
+    """A person's minutes behind a run's answers (its labelling status): ``pair_s`` for each choice between two
+    clips (a ranking's comparisons included), ``rating_s`` for each rating of one clip."""
+    return ((status["answers"] - status["ratings"]) * pair_s + status["ratings"] * rating_s) / 60
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default="cartpole_100_labels")
@@ -91,8 +97,7 @@ def main() -> None:
         returns = np.array([r.evaluation["true_return_mean"] for r in done])
         status = [QueryStore(r.folder.queries_db).status() for r in done]
         answers = np.array([s["answers"] for s in status])
-        ratings = np.array([s["ratings"] for s in status])
-        minutes[mode] = ((answers - ratings) * args.pause_s + ratings * args.rate_pause_s).mean() / 60
+        minutes[mode] = np.mean([person_minutes(s, args.pause_s, args.rate_pause_s) for s in status])
         trained = [s["in_training"] for s in status]  # pairs, implied pairs and rated clips taken
         lines.append(f"| {mode} | {cell(returns)} | {answers.mean():.0f} | {minutes[mode]:.1f} | "
                      f"{np.mean(trained):.0f} | {minutes[mode] / minutes['pairs']:.0%} |")
