@@ -22,9 +22,9 @@ INSTRUCTION_FILES = (".md", ".markdown", ".txt")
 GOLDEN = (5**0.5 - 1) / 2
 """The golden ratio's fractional part: ``id * GOLDEN mod 1`` spreads evenly over [0, 1) for consecutive ids."""
 MODES = ("pairs", "rank", "rate")
+"""What people are asked: which of two clips is better, where a new clip goes in a ranking, or a clip's score."""
 SCALE, RATE_SHARE = 5, 1.0
 """Rating mode's defaults: the scale's top and the share of pairs whose clips are rated."""
-"""What people are asked: which of two clips is better, where a new clip goes in a ranking, or a clip's score."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
 
