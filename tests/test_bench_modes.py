@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from test_clips import cartpole_pairs
+from test_ratings import answer_every_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_modes import person_minutes  # noqa: E402
@@ -19,13 +19,9 @@ def test_a_mixed_run_counts_a_pair_and_a_rating_at_their_own_time_and_each_label
     env, pairs = cartpole_pairs(10)
     querent = WebQuerent(env, tmp_path, width=160, mode="rate", rate_share=0.5)
     querent(pairs)  # 5 pairs asked, both clips of the other 5 rated
-    for query in [querent.store.lease_next("alice", 60) for _ in range(15)]:
-        if query.scale:
-            querent.store.rate(query.id, "alice", 4)
-        else:
-            querent.store.answer(query.id, "alice", "left")
+    answer_every_query(querent.store, 15)
     querent.store.take(querent.store.open_ids(), 0)
     status = querent.store.status()
     assert person_minutes(status, 1.5, 1.0) == pytest.approx((5 * 1.5 + 10 * 1.0) / 60)
     assert status["in_training"] == 15  # the bench's labels trained on: 5 pairs and 10 rated clips, once each
-    assert np.isclose(person_minutes({**status, "ratings": 0}, 1.5, 1.0), 15 * 1.5 / 60)
+    assert person_minutes({**status, "ratings": 0}, 1.5, 1.0) == pytest.approx(15 * 1.5 / 60)

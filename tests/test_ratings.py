@@ -169,6 +169,15 @@ def test_the_api_rates_refuses_off_scale_in_a_422_and_undo_gives_the_clip_back(t
         assert client.post("/api/ratings", json={**rated, "rating": None}).json()["rating"] is None
 
 
+def answer_every_query(store: QueryStore, queries: int) -> None:
+    """Lease ``queries`` queries to one person and answer each: a rating of 2 for a clip, left for a pair."""
+    for query in [store.lease_next("alice", 60) for _ in range(queries)]:
+        if query.scale:
+            store.rate(query.id, "alice", 2)
+        else:
+            store.answer(query.id, "alice", "left")
+
+
 def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_what_rating_cannot_ask(tmp_path):
     env, pairs = cartpole_pairs(10)
     querent = WebQuerent(env, tmp_path, width=160, mode="rate", rate_share=0.5, scale=7)
@@ -177,13 +186,9 @@ def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_wh
         kinds = dict(db.execute("SELECT kind, count(*) FROM queries GROUP BY kind").fetchall())
         scales = {r[0] for r in db.execute("SELECT scale FROM queries WHERE kind = 'rate'")}
     assert kinds == {"pair": 5, "rate": 10} and scales == {7}  # half the pairs asked, both clips of the rest rated
-    leased = [querent.store.lease_next("alice", 60) for _ in range(15)]  # the status counts ratings apart
-    for query in leased:
-        if query.scale:
-            querent.store.rate(query.id, "alice", 2)
-        else:
-            querent.store.answer(query.id, "alice", "left")
-    assert querent.store.status()["answers"] == 15 and querent.store.status()["ratings"] == 10
+    answer_every_query(querent.store, 15)
+    status = querent.store.status()
+    assert status["answers"] == 15 and status["ratings"] == 10  # the status counts ratings apart
     for kwargs, key in (({"mode": "rate", "scale": 1}, "scale"), ({"mode": "rate", "rate_share": 1.5}, "rate_share"),
                         ({"mode": "rate", "gold_rate": 0.1}, "gold_rate"),
                         ({"mode": "rate", "labels_per_query": 2}, "labels_per_query"),
@@ -222,7 +227,8 @@ def test_a_person_rating_clips_over_http_teaches_cartpole(tmp_path):
                 f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text())["true_return_mean"] >= 475
     run = RunFolder(run_dir)
-    assert QueryStore(run.queries_db).status()["answers"] == QueryStore(run.queries_db).status()["ratings"] == 50
+    status = QueryStore(run.queries_db).status()
+    assert status["answers"] == status["ratings"] == 50
     assert run.metrics()[-1]["ratings"] == 50 and run.metrics()[-1]["rating_accuracy"] > 0.5
     assert len(PreferenceDataset.load(run.path / "checkpoints" / "final" / "ratings")) == 50
 
