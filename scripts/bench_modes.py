@@ -1,5 +1,6 @@
 """Person-minutes per labelling mode: the same run labelled over HTTP by a scripted person who compares pairs
-(``querent.mode=pairs``), one who places clips in a ranking (``querent.mode=rank``) and one who rates clips alone
+(``querent.mode=pairs``), one who places clips in a ranking (``querent.mode=rank``: ``rank`` trains on the pairs it
+implies, ``rank_list`` on the ranking as a list, ``gatherer.ranking_as=list``) and one who rates clips alone
 (``querent.mode=rate``).
 
 Each mode labels ``--experiment`` (``gatherer=human``, the clips drawn and served as for people) on seeds
@@ -45,7 +46,8 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole_100_labels")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)
-    parser.add_argument("--modes", nargs="+", choices=["pairs", "rank", "rate"], default=["pairs", "rank", "rate"],
+    parser.add_argument("--modes", nargs="+", choices=["pairs", "rank", "rank_list", "rate"],
+                        default=["pairs", "rank", "rate"],
                         help="the modes to run (pairs always: the others are measured against it)")
     parser.add_argument("--rank-pairs", type=int, default=10, help="total_comparisons in ranking mode")
     parser.add_argument("--rate-pairs", type=int, default=25, help="total_comparisons in rating mode")
@@ -66,6 +68,7 @@ def main() -> None:
         parser.error(f"--rate-share must lie in (0, 1], got {args.rate_share}")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"],
+             "rank_list": ["querent.mode=rank", "gatherer.ranking_as=list", f"total_comparisons={args.rank_pairs}"],
              "rate": ["querent.mode=rate", f"total_comparisons={args.rate_pairs}",
                       f"querent.rate_share={args.rate_share}"]}
     modes = {mode: settings for mode, settings in modes.items() if mode == "pairs" or mode in args.modes}

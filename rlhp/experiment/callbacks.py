@@ -45,9 +45,10 @@ class ProgressBar(Callback):
         """Advance one round."""
         metrics = result.metrics
         shown = {"steps": metrics["timesteps"], "prefs": metrics["comparisons"]}
-        for key, name, fmt in (("ratings", "rated", "{:.0f}"), ("queries_pending", "pending", "{:.0f}"),
-                               ("reward_accuracy", "acc", "{:.2f}"), ("rating_accuracy", "rating_acc", "{:.2f}"),
-                               ("true_return_mean", "return", "{:.1f}")):
+        for key, name, fmt in (("ratings", "rated", "{:.0f}"), ("ranked_clips", "ranked", "{:.0f}"),
+                               ("queries_pending", "pending", "{:.0f}"), ("reward_accuracy", "acc", "{:.2f}"),
+                               ("rating_accuracy", "rating_acc", "{:.2f}"),
+                               ("ranking_accuracy", "ranking_acc", "{:.2f}"), ("true_return_mean", "return", "{:.1f}")):
             if key in metrics:
                 shown[name] = fmt.format(metrics[key])
         self.bar.set_postfix(shown, refresh=False)

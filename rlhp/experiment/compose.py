@@ -90,6 +90,9 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
     if gatherer.withdraws_queries and not querent.one_query_a_pair:
         raise ConfigError("querent.mode", f"is {querent.mode}, but {type(gatherer).__name__} withdraws published "
                           "queries pair by pair (demonstration pairs go to T-REX): use querent.mode=pairs with it")
+    if gatherer.hands_ranking_as_list and not querent.ranks:
+        raise ConfigError("gatherer.ranking_as", "is list, which trains on the ranking people build, and this querent "
+                          "asks for no ranking: set querent.mode=rank too, or leave ranking_as at pairs")
     if gatherer.judges_on_gold and not querent.asks_gold:
         raise ConfigError("gatherer.min_gold_accuracy", "judges people by their answers to gold queries, and the "
                           "querent asks none: set querent.gold_rate (e.g. 0.2) too, or leave min_gold_accuracy at 0")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlhp.data import FragmentPairs
+from rlhp.data import FragmentPairs, RankedClips
 
 
 @dataclass
@@ -39,7 +39,9 @@ class Answers:
     ``labels`` are float32, the probability that the *first* (left) fragment is better: 1, 0, or
     0.5 for equal; NaN answers "can't tell" (skipped: answered, never trained on). Per query,
     ``annotators`` says who answered (comma-joined) and ``times`` when (Unix seconds). ``ratings`` holds the
-    clips rated alone, where people were asked for ratings (none otherwise).
+    clips rated alone, where people were asked for ratings (none otherwise). ``ranking``, where a gatherer hands
+    people's ranking over as a list, is the whole ranking in training so far: the pairs are the ones it implies, kept
+    for the journal, and the list is trained on instead of them.
     """
 
     pairs: FragmentPairs | None
@@ -48,6 +50,7 @@ class Answers:
     annotators: list[str] = field(default_factory=list)
     times: np.ndarray = field(default_factory=lambda: np.zeros(0))
     ratings: Ratings | None = None
+    ranking: RankedClips | None = None
 
     def __len__(self) -> int:
         """Number of answered queries (skipped ones included)."""
@@ -73,6 +76,8 @@ class PreferenceGatherer(ABC):
     """Whether it judges people by their answers to gold queries (then the querent must ask some)."""
     withdraws_queries: bool = False
     """Whether it withdraws published queries by their pairs' ids (then each pair must be one query)."""
+    hands_ranking_as_list: bool = False
+    """Whether it hands over the ranking people build as a list to train on (then the querent must rank clips)."""
 
     @abstractmethod
     def add(self, pairs: FragmentPairs, ids: np.ndarray) -> None:

@@ -21,6 +21,8 @@ class Querent:
     """Whether some of its queries are gold: their answer known, to measure the people who label."""
     one_query_a_pair: bool = True
     """Whether each id it returns is one query of one pair, so a gatherer may withdraw a query by its pair's id."""
+    ranks: bool = False
+    """Whether people place its clips in one ranking rather than judge its pairs."""
 
     def __init__(self) -> None:
         self.next_id = 0

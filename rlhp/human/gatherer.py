@@ -53,14 +53,19 @@ class HumanGatherer(PreferenceGatherer):
             nowhere, and the queries that lose an answer by it are asked again (0: keep everyone). The decision is
             logged, and shows on the status API and in the label export.
         min_gold_answers: gold answers a person gives before they are judged.
+        ranking_as: what a ranking (``querent.mode=rank``) trains the reward on: ``pairs``, the pairs it implies
+            (Bradley-Terry, each pair alike), or ``list``, the ranking itself (Plackett-Luce, a term a clip:
+            :mod:`rlhp.training.rankings`).
     """
+
+    RANKING_AS = ("pairs", "list")
 
     reads_published_queries = True
 
     def __init__(self, run_dir: str | Path, min_answered_frac: float = 0.5, timeout_s: float = 30.0,
                  max_pending: int = 200, poll_s: float = 0.2, serve: bool = True, host: str = "127.0.0.1",
                  port: int = 8765, token: str | None = None, lease_s: float = 120.0, min_gold_accuracy: float = 0.0,
-                 min_gold_answers: int = 5) -> None:
+                 min_gold_answers: int = 5, ranking_as: str = "pairs") -> None:
         ArgumentError.check_share("min_answered_frac", min_answered_frac)
         for key, value in (("timeout_s", timeout_s), ("poll_s", poll_s), ("lease_s", lease_s)):
             if value <= 0:
@@ -69,6 +74,9 @@ class HumanGatherer(PreferenceGatherer):
         ArgumentError.check_count("min_gold_answers", min_gold_answers)
         ArgumentError.check_count("max_pending", max_pending)
         self.min_gold_accuracy, self.min_gold_answers = min_gold_accuracy, min_gold_answers
+        if ranking_as not in self.RANKING_AS:
+            raise ArgumentError("ranking_as", f"must be one of {', '.join(self.RANKING_AS)}, got {ranking_as!r}")
+        self.ranking_as = ranking_as
         if not 0 <= port < 65536:
             raise ArgumentError("port", f"must be a TCP port (0 for any free one), got {port}")
         self.run = RunFolder(run_dir)
@@ -121,6 +129,9 @@ class HumanGatherer(PreferenceGatherer):
             rated = taken.rated
             answers.ratings = Ratings(self.store.rated(ids[rated]), taken.labels[rated], ids[rated],
                                       who[rated].tolist(), taken.times[rated], taken.scale)
+        if self.hands_ranking_as_list:
+            ranking = self.store.ranking_in_training()
+            answers.ranking = ranking if len(ranking) else None
         return answers
 
     def _wait(self, open_queries: int) -> None:
@@ -141,6 +152,11 @@ class HumanGatherer(PreferenceGatherer):
                          "" if first else f", for at most {self.timeout_s:g} s", extra=CONSOLE)
                 told = True
             time.sleep(self.poll_s)
+
+    @property
+    def hands_ranking_as_list(self) -> bool:
+        """Whether it hands over people's ranking as a list (``ranking_as=list``)."""
+        return self.ranking_as == "list"
 
     @property
     def judges_on_gold(self) -> bool:
@@ -196,8 +212,8 @@ class HumanGatherer(PreferenceGatherer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # A checkpoint from before gold queries judged anyone.
-        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, **state})
+        # A checkpoint from before gold queries judged anyone, or before rankings trained as lists.
+        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, "ranking_as": "pairs", **state})
         self._stop = lambda: False
 
 

@@ -151,6 +151,11 @@ class WebQuerent(Querent):
         return self.mode == "pairs"
 
     @property
+    def ranks(self) -> bool:
+        """Whether people place its clips in one ranking (``rank`` mode)."""
+        return self.mode == "rank"
+
+    @property
     def asks_gold(self) -> bool:
         """Whether some of its queries are gold (``gold_rate`` above 0)."""
         return self.gold_rate > 0

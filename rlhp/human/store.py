@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from rlhp.data.pairs import FragmentPairs
+from rlhp.data.rankings import RankedClips
 from rlhp.errors import DataError, RlhpError
 from rlhp.human.ranking import Compare, Join, next_step
 
@@ -421,6 +422,22 @@ class QueryStore:
             clip_of = dict(db.execute(f"SELECT id, clip FROM queries WHERE id IN ({','.join('?' * len(keys))})", keys))
             clips = _clip_sources(db, set(clip_of.values()))
         return _clip_pairs([(clip_of[i],) for i in keys], clips)
+
+    def ranking_in_training(self) -> RankedClips:
+        """The ranked clips that a pair in training names (an implied pair taken), with their levels in the ranking
+        as it stands (0 the worst; the levels of clips not in training are skipped), in the order of their ids."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT c.id, g.position FROM clips c JOIN groups g ON g.id = c.grp WHERE c.id IN (SELECT clip FROM "
+                "queries WHERE kind = 'implied' AND state = 'taken' UNION SELECT versus FROM queries WHERE kind = "
+                "'implied' AND state = 'taken') ORDER BY c.id").fetchall()
+            clips = _clip_sources(db, {r[0] for r in rows})
+        ranking = RankedClips()
+        if rows:
+            ids, positions = np.array(rows, np.int64).T
+            levels = np.unique(positions, return_inverse=True)[1].astype(np.float32)
+            ranking.push(_clip_pairs([(int(c),) for c in ids], clips), levels, ids)
+        return ranking
 
     def count_answered(self) -> tuple[int, int]:
         """(answered and not yet taken, still pending) queries, a ranking's clips counting as one query each: a clip

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlhp.data import PreferenceDataset, RatingDataset, Trajectory
+from rlhp.data import PreferenceDataset, RankedClips, RatingDataset, Trajectory
 from rlhp.envs.base import FIXED_HORIZON_ADVICE
 from rlhp.errors import VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
@@ -88,6 +88,8 @@ class PreferenceLearning(RewardLearning):
     learns = True
     ratings: RatingDataset | None = None
     """The clips people rated, once some are (then the reward learns from them beside the pairs)."""
+    ranking: RankedClips | None = None
+    """The ranking people build, as it stands, where it is trained on as a list (then its pairs are not)."""
 
     def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
@@ -124,7 +126,7 @@ class PreferenceLearning(RewardLearning):
     @property
     def labelled(self) -> bool:
         """Whether there is a label (a pair's or a rating) to train on."""
-        return len(self.dataset) > 0 or self.ratings is not None
+        return len(self.dataset) > 0 or self.ratings is not None or self.ranking is not None
 
     def collect(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
         """Sample, fragment, query and gather: this round's labels into the dataset."""
@@ -171,7 +173,9 @@ class PreferenceLearning(RewardLearning):
             for callback in callbacks:
                 callback.on_labels(result.iteration, answers)
             told = answers.told  # "can't tell" is kept in the journal, never trained on
-            if told.any():
+            if answers.ranking is not None:  # its pairs are journalled, and the list trained on in their stead
+                self.ranking = answers.ranking
+            elif told.any():
                 self.dataset.push(answers.pairs[told], answers.labels[told], answers.ids[told])
         rated = answers.ratings
         if rated is not None:
@@ -184,6 +188,8 @@ class PreferenceLearning(RewardLearning):
         result.metrics["comparisons"] = len(self.dataset)
         if self.ratings is not None:
             result.metrics["ratings"] = len(self.ratings)
+        if self.ranking is not None:
+            result.metrics["ranked_clips"] = len(self.ranking)
         result.metrics.update(self.gatherer.metrics())
 
     def train_reward(self, result: RoundResult, clock: PhaseClock) -> None:
@@ -191,7 +197,8 @@ class PreferenceLearning(RewardLearning):
         k, metrics, net = result.iteration, result.metrics, self.reward_trainer.net
         with clock("reward_training"):
             metrics.update(self.reward_trainer.train(
-                self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0, ratings=self.ratings))
+                self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0, ratings=self.ratings,
+                ranking=self.ranking))
         losses = {key: metrics[key] for key in ("reward_loss", "rating_loss") if key in metrics}
         check_finite(k, "the reward model", losses, net.named_parameters())
         if result.sampled:  # how well the reward just learned ranks this round's transitions
@@ -204,8 +211,8 @@ class PreferenceLearning(RewardLearning):
         return self.gatherer.session(stop)
 
     def save(self, folder: Path) -> dict[str, Any]:
-        """The reward net (weights and config) and its optimiser, the labelled pairs and rated clips, and the
-        counters of the querent and the gatherer."""
+        """The reward net (weights and config) and its optimiser, the labelled pairs, the rated clips and the ranking
+        trained as a list, and the counters of the querent and the gatherer."""
         self.reward_trainer.save(folder, self.reward_net_config)
         if len(self.dataset):
             self.dataset.save(folder / "preferences")
@@ -213,6 +220,9 @@ class PreferenceLearning(RewardLearning):
         if self.ratings is not None:
             self.ratings.save(folder / "ratings")
             rated = {"ratings": len(self.ratings), "rating_scale": self.ratings.scale}
+        if self.ranking is not None:
+            self.ranking.save(folder / "ranking")
+            rated["ranked_clips"] = len(self.ranking)
         return {"comparisons": len(self.dataset), **rated, **self.querent.counters(), **self.gatherer.counters()}
 
     def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:

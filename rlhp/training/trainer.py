@@ -17,6 +17,7 @@ import torch
 
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.data.rankings import RankedClips
 from rlhp.data.ratings import RatingDataset
 from rlhp.data.torch_files import save_torch
 from rlhp.errors import ArgumentError
@@ -25,6 +26,7 @@ from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training.augment import Crop, WholeFragments
 from rlhp.training.filters import Judgement, KeepAll, LabelFilter
 from rlhp.training.pseudo import NoPseudoLabels, PseudoLabeller
+from rlhp.training.rankings import plackett_luce_loss, ranking_concordance
 from rlhp.training.ratings import Cutpoints, rating_logprobs, rating_loss
 from rlhp.training.replay import AllLabels, LabelReplay
 from rlhp.training.warm_start import NoWarmStart, WarmStart, transitions
@@ -74,7 +76,8 @@ class RewardTrainer:
     rest of ``reward_labels_flipped`` it made wrong). Given rated clips, it also fits them under the cumulative-logit
     model (:mod:`rlhp.training.ratings`, its cutpoints learned beside the net), each member on its own bootstrap
     sample, a pass over them after each epoch's pairs: ``rating_loss`` and ``rating_accuracy`` (the most likely
-    rating is the one given).
+    rating is the one given). Given a ranking of clips, it fits it as a list under Plackett-Luce
+    (:mod:`rlhp.training.rankings`) in the same way: ``ranking_loss`` and ``ranking_accuracy``.
 
     Args:
         reward_net: the net to train (each ensemble member on its own bootstrap sample).
@@ -231,16 +234,16 @@ class RewardTrainer:
             return torch.cat([preference_logprobs(self._returns(inputs, idx), self.noise_prob, self.threshold)[0].exp()
                               for idx in chunks], dim=1)
 
-    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0,
-              ratings: RatingDataset | None = None) -> dict[str, float]:
-        """Train for ``epochs * epoch_multiplier`` epochs on the labelled pairs and the rated clips; return the
-        final epoch's metrics."""
+    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0, ratings: RatingDataset | None = None,
+              ranking: RankedClips | None = None) -> dict[str, float]:
+        """Train for ``epochs * epoch_multiplier`` epochs on the labelled pairs, the rated clips and the ranked ones;
+        return the final epoch's metrics."""
         try:
             if not len(dataset):
-                if ratings is None or not len(ratings):
-                    raise ValueError("nothing to train on: no labelled pair and no rated clip")
-                return self._train_ratings(ratings, epoch_multiplier)
-            return self._train(dataset, epoch_multiplier, ratings)
+                if not any(clips is not None and len(clips) for clips in (ratings, ranking)):
+                    raise ValueError("nothing to train on: no labelled pair, no rated clip and no ranked one")
+                return self._train_clips(ratings, ranking, epoch_multiplier)
+            return self._train(dataset, epoch_multiplier, ratings, ranking)
         finally:
             self.net.train(False)  # dropout and batch norm train here only; everything else scores in eval mode
 
@@ -254,15 +257,31 @@ class RewardTrainer:
         finally:
             self.net.train(False)
 
-    def _train_ratings(self, ratings: RatingDataset, epoch_multiplier: float) -> dict[str, float]:
-        """Train on rated clips alone (no pair is labelled yet)."""
-        raw = ratings.pairs.tensors(self.net.device)
-        self.net.fit_input_norm(*raw)
-        rate = self._rating_pass(ratings, raw)
+    def _train_clips(self, ratings: RatingDataset | None, ranking: RankedClips | None,
+                     epoch_multiplier: float) -> dict[str, float]:
+        """Train on rated or ranked clips alone (no pair is labelled)."""
+        first = ratings if ratings is not None and len(ratings) else ranking
+        self.net.fit_input_norm(*first.pairs.tensors(self.net.device))
+        passes = self._clip_passes(ratings, ranking)
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
-            metrics = rate()
+            for one_pass in passes:
+                metrics.update(one_pass())
         return metrics
+
+    def _clip_passes(self, ratings: RatingDataset | None,
+                     ranking: RankedClips | None) -> list[Callable[[], dict[str, float]]]:
+        """A pass over the rated clips and one over the ranked ones, where there are any."""
+        device = self.net.device
+        passes = [self._rating_pass(ratings, ratings.pairs.tensors(device))] if ratings is not None and len(ratings) \
+            else []
+        if ranking is not None and len(ranking):
+            passes.append(self._ranking_pass(ranking, ranking.pairs.tensors(device)))
+        return passes
+
+    def _members_sample(self, n: int) -> np.ndarray:
+        """Each member's bootstrap sample of ``n`` rows, (members, n): the rows in order for a single net."""
+        return self.rng.integers(0, n, (self.net.members, n)) if self.net.members > 1 else np.arange(n)[None]
 
     def _rating_pass(self, ratings: RatingDataset, raw: tuple[torch.Tensor, ...]) -> Callable[[], dict[str, float]]:
         """One pass over the rated clips in batches, each member on its own bootstrap sample; returns the pass's
@@ -278,7 +297,7 @@ class RewardTrainer:
         inputs = self._encoder(raw)
         given = torch.as_tensor(ratings.labels, device=device).long()
         n = len(ratings)
-        sample = self.rng.integers(0, n, (members, n)) if members > 1 else np.arange(n)[None]
+        sample = self._members_sample(n)
 
         def rate() -> dict[str, float]:
             self.net.train(True)
@@ -299,15 +318,42 @@ class RewardTrainer:
                     "rating_accuracy": float(torch.cat(hits, 1).mean())}
         return rate
 
-    def _train(self, dataset: PreferenceDataset, epoch_multiplier: float,
-               ratings: RatingDataset | None = None) -> dict[str, float]:
+    def _ranking_pass(self, ranking: RankedClips, raw: tuple[torch.Tensor, ...]) -> Callable[[], dict[str, float]]:
+        """One pass over the ranked clips in batches, each a ranking of its own under Plackett-Luce
+        (:mod:`rlhp.training.rankings`), each member on its own bootstrap sample; returns the pass's
+        ``ranking_loss`` (per clip) and ``ranking_accuracy`` (pairs of clips at different levels ordered as ranked)."""
+        device = self.net.device
+        inputs = self._encoder(raw)
+        levels = torch.as_tensor(ranking.labels, device=device)
+        n = len(ranking)
+        sample = self._members_sample(n)
+
+        def rank() -> dict[str, float]:
+            self.net.train(True)
+            shuffled = torch.as_tensor(sample[:, self.rng.permutation(n)], device=device)
+            losses, agreed, compared = [], 0, 0
+            for start in range(0, n, self.batch_size):
+                idx = shuffled[:, start:start + self.batch_size]
+                self.optimizer.zero_grad(set_to_none=True)
+                returns = self.net.returns(inputs(idx), self.discount_factor, per_member=True)[..., 0]
+                loss = plackett_luce_loss(returns, levels[idx])
+                (loss.sum() / idx.shape[1]).backward()
+                self.optimizer.step()
+                losses.append(loss.detach())
+                right, pairs = ranking_concordance(returns.detach(), levels[idx])
+                agreed, compared = agreed + int(right.sum()), compared + int(pairs.sum())
+            return {"ranking_loss": float(torch.cat(losses, 1).mean()),
+                    **({"ranking_accuracy": agreed / compared} if compared else {})}
+        return rank
+
+    def _train(self, dataset: PreferenceDataset, epoch_multiplier: float, ratings: RatingDataset | None = None,
+               ranking: RankedClips | None = None) -> dict[str, float]:
         pairs: FragmentPairs = dataset.pairs
         device = self.net.device
         raw = pairs.tensors(device)
         self.net.fit_input_norm(*raw)
         inputs = self._encoder(raw)
-        rate = self._rating_pass(ratings, ratings.pairs.tensors(device)) if ratings is not None and len(ratings) \
-            else None
+        passes = self._clip_passes(ratings, ranking)
         labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
@@ -352,8 +398,8 @@ class RewardTrainer:
                 metrics["reward_pseudo_labelled"] = float(torch.stack(pseudo).mean())
             if n_val:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
-            if rate is not None:
-                metrics.update(rate())
+            for one_pass in passes:
+                metrics.update(one_pass())
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train),
                                               Judgement(judgement.keep.cpu(), judgement.flip.cpu())))
         return metrics
