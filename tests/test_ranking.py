@@ -14,21 +14,27 @@ from pathlib import Path
 import imageio.v3
 import numpy as np
 import pytest
+import torch
 from fastapi.testclient import TestClient
-from helpers import random_pairs, run_cli
+from helpers import random_pairs, run_cli, spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from omegaconf import OmegaConf
+from scipy.stats import spearmanr
 from test_clips import cartpole_pairs
 
+from rlhp.data import PreferenceDataset, RankedClips
 from rlhp.errors import ArgumentError
 from rlhp.human.querent import WebQuerent
 from rlhp.human.ranking import Compare, Join, Open, next_step
 from rlhp.human.server.app import create_app
 from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.human.store import QueryError, QueryStore
+from rlhp.rewards import RewardNet
 from rlhp.runs import RunFolder
+from rlhp.training import RewardTrainer
+from rlhp.training.rankings import plackett_luce_loss, ranking_concordance
 
 
 def insert(order: list[int], value: float, values: dict[int, float]) -> tuple[list[int], int, int | None]:
@@ -69,6 +75,95 @@ def test_a_bound_from_a_group_that_is_gone_is_passed_over_and_new_groups_between
     assert next_step([5, 7], [(6, 1.0)]) == Compare(7)  # 6 was emptied by an undo: the bound is looser
     assert next_step([5, 6, 8, 7], [(6, 1.0), (7, 0.0)]) == Compare(8)  # someone opened 8 meanwhile
     assert next_step([5, 6, 7], [(6, 1.0), (7, 0.5)]) == Join(7)
+
+
+def chosen_in_turn(returns: list[float], levels: list[int]) -> float:
+    """-log P(ranking) under Plackett-Luce, clip by clip: the best remaining clip is drawn from all that remain (a tied
+    level's clips each from the clips at that level or below, Breslow's way)."""
+    left = sorted(zip(levels, returns, strict=True), reverse=True)
+    total = 0.0
+    while left:
+        level = left[0][0]
+        tied = [r for lv, r in left if lv == level]
+        pool = math.log(sum(math.exp(r) for _, r in left))
+        total += sum(pool - r for r in tied)
+        left = [(lv, r) for lv, r in left if lv != level]
+    return total
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(-20, 20), st.integers(0, 4)), min_size=1, max_size=9), st.floats(-50, 50))
+def test_a_ranking_costs_each_clip_its_choice_among_those_at_or_below_it_whatever_the_returns_offset(clips, offset):
+    returns, levels = (list(v) for v in zip(*clips, strict=True))
+    loss = plackett_luce_loss(torch.tensor(returns, dtype=torch.float64), torch.tensor(levels))
+    assert (loss >= 0).all()
+    assert float(loss.sum()) == pytest.approx(chosen_in_turn(returns, levels), rel=1e-9, abs=1e-9)
+    shifted = plackett_luce_loss(torch.tensor(returns, dtype=torch.float64) + offset, torch.tensor(levels))
+    np.testing.assert_allclose(shifted.numpy(), loss.numpy(), atol=1e-9)  # only differences of returns count
+
+
+def test_two_clips_ranked_are_a_bradley_terry_pair_and_a_tie_pulls_their_returns_together():
+    returns = torch.tensor([1.5, -0.5], requires_grad=True)
+    loss = plackett_luce_loss(returns, torch.tensor([1, 0]))
+    np.testing.assert_allclose(loss.detach().numpy(), [-math.log(torch.sigmoid(torch.tensor(2.0))), 0.0], rtol=1e-6)
+    tied = torch.tensor([1.5, -0.5], requires_grad=True)
+    plackett_luce_loss(tied, torch.tensor([0, 0])).sum().backward()
+    assert tied.grad[0] > 0 > tied.grad[1]  # descending lowers the higher return and raises the lower one
+    right, compared = ranking_concordance(torch.tensor([[3.0, 1.0, 2.0]]), torch.tensor([[2, 0, 0]]))
+    assert (right.tolist(), compared.tolist()) == ([2], [2])  # the tie is not compared
+
+
+def clips_ranked_by_return(n: int, seed: int = 0) -> tuple[RankedClips, np.ndarray]:
+    """``n`` random 5-step clips at the levels of their true returns, rounded (so some tie)."""
+    pairs = random_pairs(n, seed=seed)
+    clips = pairs[np.arange(n)]
+    clips = type(clips).from_columns({k: v[:, :1] for k, v in clips.columns().items()}, clips.frame_stack)
+    returns = clips.rews[:, 0].sum(-1)
+    ranking = RankedClips()
+    ranking.push(clips, np.unique(np.round(returns), return_inverse=True)[1].astype(np.float32), np.arange(n))
+    return ranking, returns
+
+
+def test_a_reward_learned_from_a_ranking_alone_orders_clips_as_their_true_returns_do():
+    ranking, _ = clips_ranked_by_return(300)
+    obs, acts = spaces()
+    net = RewardNet(obs, acts, hidden_sizes=[32], members=2)
+    metrics = RewardTrainer(net, np.random.default_rng(0), epochs=30, lr=3e-3).train(PreferenceDataset(),
+                                                                                      ranking=ranking)
+    assert metrics["ranking_accuracy"] > 0.8 and metrics["ranking_loss"] > 0
+    held, returns = clips_ranked_by_return(200, seed=1)
+    with torch.no_grad():
+        learned = net.returns(net.encode(*held.pairs.tensors()), 1.0).mean(0)[:, 0].numpy()
+    assert spearmanr(learned, returns).statistic > 0.9
+
+
+def test_ranked_clips_hold_one_fragment_a_row_at_whole_levels(tmp_path):
+    ranking, _ = clips_ranked_by_return(10)
+    for pairs, levels in ((ranking.pairs[:1], [0.5]), (ranking.pairs[:1], [-1.0]), (random_pairs(1), [0.0])):
+        with pytest.raises(ValueError):
+            ranking.push(pairs, np.array(levels, np.float32), np.array([99]))
+    assert len(ranking) == 10
+
+
+def test_the_ranking_in_training_holds_the_clips_of_pairs_taken_at_their_levels_as_the_ranking_now_stands(tmp_path):
+    store, returns = ranked_store(tmp_path)
+    assert not len(store.ranking_in_training())  # nothing placed yet
+    place_all(store)
+    assert not len(store.ranking_in_training())  # placed, not taken
+    store.take(store.open_ids(), 0)
+    first = store.ranking_in_training()
+    assert first.ids.tolist() == list(range(12))
+    np.testing.assert_array_equal(first.labels, np.unique(returns, return_inverse=True)[1])
+    np.testing.assert_array_equal(first.pairs.rews[:, 0].sum(-1), returns)  # each clip's own fragment
+    more = random_pairs(1, seed=7)
+    more.rews[:] = returns.max() + 1  # a clip above every other, and its pair's twin
+    store.publish_clips(np.array([6]), 1, more, "Keep it up")
+    place_all(store)
+    assert len(store.ranking_in_training()) == 12  # placed, not yet taken
+    store.take(store.open_ids(), 1)
+    now = store.ranking_in_training()
+    assert now.ids.tolist() == list(range(14)) and now.labels[12] == now.labels[13] == now.labels.max()
+    np.testing.assert_array_equal(now.labels[:12], first.labels)
 
 
 def returns_label(pairs) -> str:
@@ -262,6 +357,22 @@ def test_a_person_ranking_clips_over_http_teaches_cartpole_in_a_third_of_the_ans
     status = QueryStore(RunFolder(run_dir).queries_db).status()
     assert status["answers"] == person.answered <= 34 and status["ranked_clips"] == 20
     assert RunFolder(run_dir).metrics()[-1]["comparisons"] == 190  # every pair of the 20 clips
+
+
+def test_a_ranking_trained_as_a_list_replaces_its_pairs_in_training_and_they_stay_in_the_journal(tmp_path):
+    run_dir = tmp_path / "run"
+    with ScriptedAnnotator(run_dir, "person", pause_s=0.0):
+        run_cli("rlhp-train", "debug=fast", "gatherer=human", "querent=web", "querent.mode=rank",
+                "gatherer.ranking_as=list", "total_comparisons=6", "gatherer.port=0", "gatherer.min_answered_frac=1",
+                "logger=none", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    run = RunFolder(run_dir)
+    last = run.metrics()[-1]
+    assert (last["comparisons"], last["ranked_clips"]) == (0, 12) and last["ranking_loss"] > 0
+    ranking = PreferenceDataset.load(run.path / "checkpoints" / "final" / "ranking")
+    assert sorted(ranking.ids.tolist()) == list(range(12))
+    assert QueryStore(run.queries_db).status()["in_training"] == 12 * 11 // 2
+    journal = [PreferenceDataset.load(p) for p in sorted(run.labels_dir.iterdir())]
+    assert sum(len(d) for d in journal) == 12 * 11 // 2  # the pairs it implies, journalled
 
 
 class Ranking(RuleBasedStateMachine):
