@@ -96,10 +96,10 @@ class EvenIdsGatherer(OracleGatherer):
 
 
 class SpyTrainer(RewardTrainer):
-    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
+    def train(self, dataset, epoch_multiplier=1.0, **clips):
         self.multipliers = [*getattr(self, "multipliers", []), epoch_multiplier]
         self.events = [*getattr(self, "events", []), f"train on {len(dataset)}"]
-        return super().train(dataset, epoch_multiplier, ratings)
+        return super().train(dataset, epoch_multiplier, **clips)
 
 
 class Recorder(Callback):
@@ -251,12 +251,12 @@ class WaitingTrainer(SpyTrainer):
 
     agent: MeetingAgent
 
-    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
+    def train(self, dataset, epoch_multiplier=1.0, **clips):
         round_ = len(getattr(self, "multipliers", []))
         with self.agent.trained:
             met = self.agent.trained.wait_for(lambda: len(self.agent.read) > round_, timeout=20 if round_ else 0)
         self.met = [*getattr(self, "met", []), met]
-        return super().train(dataset, epoch_multiplier, ratings)
+        return super().train(dataset, epoch_multiplier, **clips)
 
 
 def test_an_asynchronous_update_trains_beside_the_agent_which_reads_the_last_published_reward():
@@ -290,10 +290,10 @@ def test_an_asynchronous_update_trains_beside_the_agent_which_reads_the_last_pub
 
 
 class FailingTrainer(SpyTrainer):
-    def train(self, dataset, epoch_multiplier=1.0, ratings=None):
+    def train(self, dataset, epoch_multiplier=1.0, **clips):
         if epoch_multiplier == 1.0:
             raise FloatingPointError("the update failed")
-        return super().train(dataset, epoch_multiplier, ratings)
+        return super().train(dataset, epoch_multiplier, **clips)
 
 
 def test_an_asynchronous_update_that_fails_fails_its_round_after_the_agent_trained():
