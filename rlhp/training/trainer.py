@@ -319,25 +319,28 @@ class RewardTrainer:
         return rate
 
     def _ranking_pass(self, ranking: RankedClips, raw: tuple[torch.Tensor, ...]) -> Callable[[], dict[str, float]]:
-        """One pass over the ranked clips in batches, each a ranking of its own under Plackett-Luce
-        (:mod:`rlhp.training.rankings`), each member on its own bootstrap sample; returns the pass's
-        ``ranking_loss`` (per clip) and ``ranking_accuracy`` (pairs of clips at different levels ordered as ranked)."""
+        """One pass over the ranked clips, each member on its own bootstrap sample: as many batches as a pass over the
+        pairs the ranking implies has, so that a list and its pairs train with as many steps; each batch is
+        ``batch_size`` clips drawn at random, a ranking of its own under Plackett-Luce (:mod:`rlhp.training.rankings`).
+        Returns the pass's ``ranking_loss`` (per clip) and ``ranking_accuracy`` (pairs of clips at different levels
+        ordered as ranked)."""
         device = self.net.device
         inputs = self._encoder(raw)
         levels = torch.as_tensor(ranking.labels, device=device)
         n = len(ranking)
         sample = self._members_sample(n)
+        size = min(n, self.batch_size)
+        batches = max(1, math.ceil(n * (n - 1) / 2 / self.batch_size))
 
         def rank() -> dict[str, float]:
             self.net.train(True)
-            shuffled = torch.as_tensor(sample[:, self.rng.permutation(n)], device=device)
             losses, agreed, compared = [], 0, 0
-            for start in range(0, n, self.batch_size):
-                idx = shuffled[:, start:start + self.batch_size]
+            for _ in range(batches):
+                idx = torch.as_tensor(sample[:, self.rng.choice(n, size, replace=False)], device=device)
                 self.optimizer.zero_grad(set_to_none=True)
                 returns = self.net.returns(inputs(idx), self.discount_factor, per_member=True)[..., 0]
                 loss = plackett_luce_loss(returns, levels[idx])
-                (loss.sum() / idx.shape[1]).backward()
+                (loss.sum() / size).backward()
                 self.optimizer.step()
                 losses.append(loss.detach())
                 right, pairs = ranking_concordance(returns.detach(), levels[idx])
