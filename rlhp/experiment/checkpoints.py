@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import importlib
 import json
 import logging
 import os
 import pickle
 import random
 import shutil
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,26 @@ def _from_chunks(dtype: str, shape: tuple[int, ...], hashes: list[str]) -> np.nd
     return out
 
 
+def _exposed(module: str, name: str) -> type:
+    """A class by the name its module exposes it under (see :meth:`_ChunkingPickler.reducer_override`)."""
+    return getattr(importlib.import_module(module), name)
+
+
+def _exposed_name(cls: type) -> str | None:
+    """The name a class's module exposes it under, where its qualified name leads nowhere (``jax.Array`` says it
+    is ``jaxlib._jax.Array`` of module ``jax``): cloudpickle would store such a class by value, and its properties
+    cannot be set again on load. None for any other class."""
+    module = sys.modules.get(cls.__module__)
+    if module is None or cls.__module__ == "__main__":
+        return None
+    found: Any = module
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    if found is cls:
+        return None
+    return next((name for name, value in sorted(vars(module).items()) if value is cls), None)
+
+
 def _unpickled(blob: np.ndarray) -> Any:
     """An object pickled as bytes into the chunk store (see :data:`AS_BYTES`)."""
     return pickle.loads(blob.tobytes())
@@ -151,12 +173,15 @@ class _ChunkingPickler(cloudpickle.Pickler):
     """
 
     def reducer_override(self, obj: Any) -> Any:
-        """Large plain arrays go to the chunk store, and the types of :data:`AS_BYTES` as bytes there; everything
-        else pickles as cloudpickle does."""
+        """Large plain arrays go to the chunk store, and the types of :data:`AS_BYTES` as bytes there; a class whose
+        qualified name leads nowhere is stored by the name its module exposes it under; everything else pickles as
+        cloudpickle does."""
         if type(obj) is np.ndarray and obj.nbytes >= LARGE and not obj.dtype.hasobject:
             return _STORE.get().store(obj)
         if (type(obj).__module__, type(obj).__name__) in AS_BYTES:
             return _unpickled, (np.frombuffer(pickle.dumps(obj), np.uint8),)
+        if isinstance(obj, type) and (name := _exposed_name(obj)) is not None:
+            return _exposed, (obj.__module__, name)
         return super().reducer_override(obj)
 
 
