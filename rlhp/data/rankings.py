@@ -21,7 +21,3 @@ class RankedClips(PreferenceDataset):
             raise ValueError(f"levels must be whole numbers from 0, got {np.unique(labels)}")
         super().push(pairs, labels, ids)
 
-    @property
-    def levels(self) -> int:
-        """How many levels the ranking has."""
-        return int(self.labels.max()) + 1 if len(self) else 0

@@ -125,7 +125,7 @@ class PreferenceLearning(RewardLearning):
 
     @property
     def labelled(self) -> bool:
-        """Whether there is a label (a pair's or a rating) to train on."""
+        """Whether there is a label (a pair's, a rating or a ranking) to train on."""
         return len(self.dataset) > 0 or self.ratings is not None or self.ranking is not None
 
     def collect(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
@@ -199,7 +199,7 @@ class PreferenceLearning(RewardLearning):
             metrics.update(self.reward_trainer.train(
                 self.dataset, epoch_multiplier=self.initial_epoch_multiplier if k == 0 else 1.0, ratings=self.ratings,
                 ranking=self.ranking))
-        losses = {key: metrics[key] for key in ("reward_loss", "rating_loss") if key in metrics}
+        losses = {key: metrics[key] for key in ("reward_loss", "rating_loss", "ranking_loss") if key in metrics}
         check_finite(k, "the reward model", losses, net.named_parameters())
         if result.sampled:  # how well the reward just learned ranks this round's transitions
             corr = reward_correlation(net, result.sampled)
