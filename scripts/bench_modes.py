@@ -33,6 +33,9 @@ from rlhp.report.folders import Run
 
 WAIT_S = 86_400
 """A round's time-out: a round waits for every answer."""
+LIST_MODE = (" (`rank_list`: `querent.mode=rank gatherer.ranking_as=list`, the ranking trained on as one list; its "
+             "labels trained on are the pairs it implies)")
+"""What the table's caption says of the ``rank_list`` mode, where it has one."""
 
 
 def person_minutes(status: dict, pair_s: float, rating_s: float) -> float:
@@ -89,7 +92,8 @@ def main() -> None:
              f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
              f"--rate-share {args.rate_share:g} --pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a "
              f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human "
-             f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1` answered over HTTP by one scripted "
+             f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1`{LIST_MODE if 'rank_list' in modes else ''} "
+             f"answered over HTTP by one scripted "
              f"person; person-minutes count {args.pause_s:g} s a pair and {args.rate_pause_s:g} s a rating; seeds "
              f"{seeds.start}-{seeds.stop - 1}, true return mean ± 95% CI.", "",
              "| mode | true return | answers | person-minutes | labels trained on | person-minutes vs pairs |",
