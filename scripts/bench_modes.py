@@ -92,9 +92,9 @@ def main() -> None:
              f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
              f"--rate-share {args.rate_share:g} --pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a "
              f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human "
-             f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1`{LIST_MODE if 'rank_list' in modes else ''} "
-             f"answered over HTTP by one scripted "
-             f"person; person-minutes count {args.pause_s:g} s a pair and {args.rate_pause_s:g} s a rating; seeds "
+             f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1`"
+             f"{LIST_MODE if 'rank_list' in modes else ''} answered over HTTP by one scripted person; person-minutes "
+             f"count {args.pause_s:g} s a pair and {args.rate_pause_s:g} s a rating; seeds "
              f"{seeds.start}-{seeds.stop - 1}, true return mean ± 95% CI.", "",
              "| mode | true return | answers | person-minutes | labels trained on | person-minutes vs pairs |",
              "|---|---:|---:|---:|---:|---:|"]
