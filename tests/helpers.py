@@ -197,6 +197,20 @@ def _run_killed(target: tuple[str, str, int], argv: list[str], cwd: str, env: di
     _run_command("rlhp-train", argv, cwd, env, out, err)
 
 
+LOAD_NEWEST = ("import sys; from rlhp.experiment.checkpoints import load_checkpoint; from rlhp.runs import RunFolder; "
+               "load_checkpoint(RunFolder(sys.argv[1]).saved_checkpoints()[-1])")
+"""Loads the newest checkpoint of the run folder given as the first argument."""
+
+
+def assert_loads_in_a_fresh_interpreter(run_dir: Path) -> None:
+    """The run's newest checkpoint loads in a fresh interpreter, as ``rlhp-train resume=`` from a shell reads it: the
+    fork server's children share what it imported, and a class cloudpickle stored by value may load only there (SBX's
+    activation names jax.Array)."""
+    fresh = subprocess.run([sys.executable, "-c", LOAD_NEWEST, str(run_dir)], capture_output=True, text=True,
+                           timeout=300)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+
+
 def run_killed(module: str, path: str, nth: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run ``rlhp-train`` with ``overrides`` until the ``nth`` call of ``path`` (``Class.method`` or a function) in
     ``module`` kills it with SIGKILL, as a crash would; in a child of the fork server, as :func:`run_cli`. The

@@ -8,7 +8,7 @@ import signal
 import numpy as np
 import pytest
 import torch
-from helpers import random_dataset, run_cli, run_killed, trajectory
+from helpers import assert_loads_in_a_fresh_interpreter, random_dataset, run_cli, run_killed, trajectory
 
 from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
@@ -215,6 +215,7 @@ def test_an_offline_run_killed_before_its_agent_trains_resumes_to_the_same_resul
     # The checkpoint holds the dataset's path and hash, not its transitions (2,000 of them, 64 kB of observations).
     assert all((p / "resume.pt").stat().st_size < 5_000_000 for p in (run / "checkpoints").iterdir())
     assert not (run / "chunks").exists()
+    assert_loads_in_a_fresh_interpreter(run)
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run}", cwd=tmp_path)
     assert json.loads((run / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
 

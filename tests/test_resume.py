@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sbx
 import stable_baselines3
-from helpers import run_cli, run_killed
+from helpers import assert_loads_in_a_fresh_interpreter, run_cli, run_killed
 from stable_baselines3 import PPO
 
 from rlhp.data import PreferenceDataset
@@ -250,11 +250,6 @@ OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "total_
               "reward_net.use_action=true"]
 
 
-LOAD_NEWEST = ("import sys; from rlhp.experiment.checkpoints import load_checkpoint; from rlhp.runs import RunFolder; "
-               "load_checkpoint(RunFolder(sys.argv[1]).saved_checkpoints()[-1])")
-"""Loads a run's newest checkpoint (the run folder is the first argument)."""
-
-
 @pytest.mark.parametrize("agent", ["sac", "sbx_sac", "tqc", "crossq"])
 def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path, agent):
     # SBX's agents (JAX) hold closures and jitted functions that only cloudpickle stores.
@@ -267,10 +262,7 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of resume.pt
     assert all((p / "resume.pt").stat().st_size < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
-    # The checkpoint loads in a fresh interpreter, as `rlhp-train resume=` from a shell reads it: a fork of the test's
-    # processes holds classes that cloudpickle stored by value (SBX's activation names jax.Array) and hides a failure.
-    fresh = subprocess.run([sys.executable, "-c", LOAD_NEWEST, str(run_dir)], capture_output=True, text=True)
-    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert_loads_in_a_fresh_interpreter(run_dir)
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(run_dir) == untimed_rows(whole)
