@@ -260,24 +260,26 @@ class RewardTrainer:
     def _train_clips(self, ratings: RatingDataset | None, ranking: RankedClips | None,
                      epoch_multiplier: float) -> dict[str, float]:
         """Train on rated or ranked clips alone (no pair is labelled)."""
-        first = ratings if ratings is not None and len(ratings) else ranking
-        self.net.fit_input_norm(*first.pairs.tensors(self.net.device))
-        passes = self._clip_passes(ratings, ranking)
+        clips = self._clip_tensors(ratings, ranking)
+        self.net.fit_input_norm(*clips[0][1])
+        passes = self._clip_passes(clips)
         metrics: dict[str, float] = {}
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             for one_pass in passes:
                 metrics.update(one_pass())
         return metrics
 
-    def _clip_passes(self, ratings: RatingDataset | None,
-                     ranking: RankedClips | None) -> list[Callable[[], dict[str, float]]]:
-        """A pass over the rated clips and one over the ranked ones, where there are any."""
-        device = self.net.device
-        passes = [self._rating_pass(ratings, ratings.pairs.tensors(device))] if ratings is not None and len(ratings) \
-            else []
-        if ranking is not None and len(ranking):
-            passes.append(self._ranking_pass(ranking, ranking.pairs.tensors(device)))
-        return passes
+    def _clip_tensors(self, ratings: RatingDataset | None,
+                      ranking: RankedClips | None) -> list[tuple[PreferenceDataset, tuple[torch.Tensor, ...]]]:
+        """The rated and the ranked clips, where there are any, each with its tensors on the net's device."""
+        return [(clips, clips.pairs.tensors(self.net.device)) for clips in (ratings, ranking)
+                if clips is not None and len(clips)]
+
+    def _clip_passes(self, clips: list[tuple[PreferenceDataset, tuple[torch.Tensor, ...]]]
+                     ) -> list[Callable[[], dict[str, float]]]:
+        """A pass over each set of clips (:meth:`_clip_tensors`): ratings' or a ranking's."""
+        return [self._rating_pass(c, raw) if isinstance(c, RatingDataset) else self._ranking_pass(c, raw)
+                for c, raw in clips]
 
     def _members_sample(self, n: int) -> np.ndarray:
         """Each member's bootstrap sample of ``n`` rows, (members, n): the rows in order for a single net."""
@@ -356,7 +358,7 @@ class RewardTrainer:
         raw = pairs.tensors(device)
         self.net.fit_input_norm(*raw)
         inputs = self._encoder(raw)
-        passes = self._clip_passes(ratings, ranking)
+        passes = self._clip_passes(self._clip_tensors(ratings, ranking))
         labels = torch.as_tensor(dataset.labels, device=device)
         n, members = len(dataset), self.net.members
         order = self.rng.permutation(n)
