@@ -4,6 +4,8 @@ physics states; Meta-World's tasks with goals drawn each reset and each episode'
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -68,6 +70,15 @@ def test_a_dmc_task_is_one_float32_vector_in_key_order_over_a_thousand_steps():
     while not copy.step(copy.action_space.sample())[3]:
         steps += 1
     assert steps == 1000
+
+
+def test_a_dmc_task_leaves_the_warning_filters_as_they_were():
+    # dm_control's composer turns on every library's DeprecationWarning at its import; a run's console would fill.
+    pytest.importorskip("dm_control")
+    script = ("import warnings; from rlhp.envs import DmcEnv; before = list(warnings.filters); "
+              "DmcEnv('walker-walk', n_envs=1); assert warnings.filters == before, warnings.filters[:2]")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-1000:]
 
 
 def test_a_dmc_step_is_drawn_again_from_its_recorded_physics_state():

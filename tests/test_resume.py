@@ -111,7 +111,7 @@ def test_a_run_learning_its_reward_asynchronously_resumes_to_the_same_result(tmp
 
 def test_sigterm_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start(run_dir)
+    proc = start(run_dir, "gatherer=deterministic")
     wait_for_rounds(run_dir, 2, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -121,8 +121,9 @@ def test_sigterm_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     stopped_at = int(last.split("after round ")[1].split()[0])
     assert (run_dir / "checkpoints" / f"iter_{stopped_at:04d}").is_dir()
     assert len(untimed_rows(run_dir)) == stopped_at + 1
-    run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
+    resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
     assert len(untimed_rows(run_dir)) == 41 and (run_dir / "eval.json").exists()
+    assert "agent=ppo, gatherer=deterministic, seed 0" in resumed.stderr + resumed.stdout  # the run's, not the default
     assert "resume=" not in (run_dir / ".hydra" / "overrides.yaml").read_text()  # the run's own record stays
 
 

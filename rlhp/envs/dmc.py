@@ -9,6 +9,7 @@ by the time limit alone. Clips for people are drawn from each step's recorded ph
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any
 
@@ -31,8 +32,11 @@ class DmcEnv(GymEnv):
     def register(self) -> None:
         """Have Shimmy register dm_control's ids (gymnasium 1.x registers a package's envs at its import)."""
         try:
-            import shimmy  # noqa: F401
-            from dm_control import suite  # noqa: F401
+            # dm_control's composer, which Shimmy imports, turns on every DeprecationWarning of every library for
+            # the whole process; the filters are put back as they were, so the console stays quiet.
+            with warnings.catch_warnings():
+                import shimmy  # noqa: F401
+                from dm_control import suite  # noqa: F401
         except ImportError:
             raise ArgumentError("id", "needs DeepMind Control, which comes with an extra: pip install "
                                 "'rlhp[dmc]'") from None

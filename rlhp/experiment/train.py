@@ -41,9 +41,11 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
     run = RunFolder(launch.run_dir)
     with run.lock():
         loop, cfg, overrides, fresh = start_or_resume(run, cfg, launch.overrides)
+        if fresh:
+            run.write_choices(launch.choices)
         if fresh and cfg.get("pretrain") is not None:
             pretrain(loop, build(cfg.pretrain), cfg.evaluation.episodes, cfg.seed, run)
-        log.info("rlhp-train: %s", describe(loop, cfg, launch.choices), extra=CONSOLE)
+        log.info("rlhp-train: %s", describe(loop, cfg, run.choices()), extra=CONSOLE)
         log.info("run folder: %s", run.path, extra=CONSOLE)
         env = loop.env.unrecorded()  # the writers and the evaluation draw no clips
         context = {"run": run, "env": env, "record": RunRecord(cfg, overrides)}

@@ -73,6 +73,11 @@ class RunFolder:
         return self.path / ".hydra" / "config.yaml"
 
     @property
+    def choices_yaml(self) -> Path:
+        """The config options the run was launched with."""
+        return self.path / ".hydra" / "choices.yaml"
+
+    @property
     def metrics_csv(self) -> Path:
         """One row per round."""
         return self.path / "metrics.csv"
@@ -175,6 +180,26 @@ class RunFolder:
         self.config_yaml.parent.mkdir(parents=True, exist_ok=True)
         self.config_yaml.write_text(OmegaConf.to_yaml(cfg))
         (self.config_yaml.parent / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
+
+    def write_choices(self, choices: dict[str, str]) -> None:
+        """Record the config options the run was launched with (``.hydra/choices.yaml``)."""
+        self.choices_yaml.write_text(OmegaConf.to_yaml(OmegaConf.create(dict(choices))))
+
+    def choices(self) -> dict[str, str]:
+        """The config options the run was launched with (``agent``: ``sac``, ...); a run recorded before
+        ``choices.yaml`` existed has them in Hydra's own record, and one with neither has none."""
+        hydra_yaml = self.config_yaml.parent / "hydra.yaml"
+        if self.choices_yaml.is_file():
+            choices = read_file(self.choices_yaml, OmegaConf.load)
+        elif hydra_yaml.is_file():
+            choices = read_file(hydra_yaml, OmegaConf.load)
+            choices = OmegaConf.select(choices, "hydra.runtime.choices") if isinstance(choices, DictConfig) else None
+        else:
+            return {}
+        if not isinstance(choices, DictConfig):
+            raise DataError(f"the options recorded in {str(self.config_yaml.parent)!r} are not a mapping; they are "
+                            "left as they are")
+        return {str(k): str(v) for k, v in choices.items() if v is not None}
 
     def metrics(self) -> list[dict[str, float | None]]:
         """The rows of ``metrics.csv`` (None where a round has no value)."""
