@@ -55,7 +55,8 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["walker_walk"], choices=sorted(PUBLISHED))
     parser.add_argument("--methods", nargs="+", default=["pebble", "qpa"])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--ceiling-seeds", type=int, default=None, help="seeds of the ceiling (default: --seeds)")
+    parser.add_argument("--ceiling-seeds", type=int, default=None,
+                        help="seeds of the ceiling (default: --seeds; 0: listed as not yet run)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--not-run", nargs="*", default=[], choices=sorted(PUBLISHED),
                         help="tasks listed with their command as not yet run")
@@ -63,19 +64,19 @@ def main() -> None:
                         help="where the runs ran, for the table's caption (default: this machine)")
     add_run_options(parser, "outputs/bench_bpref", "bench_bpref")
     args = parser.parse_args()
-    ceiling_seeds = args.ceiling_seeds or args.seeds
+    ceiling_seeds = args.seeds if args.ceiling_seeds is None else args.ceiling_seeds
     rows = []
     for task in args.tasks:
         base = [f"experiment=bpref/{task}", *args.override]
         measured = [sweep(args.root / task / method, [*base, f"method={method}", seeds(args.seeds)], args.jobs)
                     for method in args.methods]
-        ceiling = sweep(args.root / task / "ceiling", [*base, "reward_learning=none", seeds(ceiling_seeds)],
-                        args.jobs)
+        ceiling = score(sweep(args.root / task / "ceiling", [*base, "reward_learning=none", seeds(ceiling_seeds)],
+                              args.jobs)) if ceiling_seeds else "not yet run"
         labels, published = PUBLISHED[task]
         steps = int(measured[0][0].rows[-1]["timesteps"])
         most = max(len(runs) for runs in measured)  # a reused sweep may hold more seeds than --seeds
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
-                    f"{' | '.join(score(runs) for runs in measured)} | {score(ceiling)} | {steps:,} | "
+                    f"{' | '.join(score(runs) for runs in measured)} | {ceiling} | {steps:,} | "
                     f"`rlhp-train -m experiment=bpref/{task} method={','.join(args.methods)} "
                     f"{' '.join(args.override)} {seeds(most)}` |".replace("  ", " "))
     for task in args.not_run:
