@@ -92,4 +92,5 @@ class Stopped(RlhpError):
 
     def __init__(self, message: str, signum: int) -> None:
         super().__init__(message)
+        self.signum = signum
         self.exit_code = 128 + signum

@@ -61,18 +61,18 @@ def target(name: str, runs: list[Run], ceiling: np.ndarray) -> tuple[float, str]
 
 
 def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
-    """The finished runs of ``rlhp-train -m <overrides>`` in ``folder``, running it unless all finished."""
+    """The finished runs of ``rlhp-train -m <overrides>`` in ``folder``, running it unless all finished (a sweep
+    stopped part-way continues: its finished runs are kept, its stopped ones resume)."""
     runs = find_runs(folder) if folder.is_dir() else []
     expected = np.prod([len(o.split("=", 1)[1].split(",")) for o in overrides if "," in o])
     if len(runs) < expected or any(r.status != "finished" for r in runs):
-        if runs:  # rlhp-train refuses to start again in a finished run's folder
-            raise SystemExit(f"{folder} holds an unfinished sweep ({sum(r.status == 'finished' for r in runs)} of "
-                             f"{expected} runs finished): finish its missing runs there, or remove it")
         command = [str(BIN / "rlhp-train"), "-m", *overrides, "logger=none", "hydra/launcher=joblib",
                    f"hydra.launcher.n_jobs={jobs}", f"hydra.sweep.dir={folder}"]
         print(f"$ {' '.join(command)}", flush=True)
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+        if code:  # rlhp-train said why on stderr (a stopped sweep: how to continue it, which is this script again)
+            raise SystemExit(code)
         print(f"  {time.perf_counter() - start:.0f} s", flush=True)
         runs = find_runs(folder)
     return [r for r in runs if r.status == "finished"]

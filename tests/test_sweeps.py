@@ -3,11 +3,15 @@
 import csv
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 import pytest
 import yaml
-from helpers import FAST, run_cli, wandb_records
+from helpers import BIN, FAST, run_cli, wandb_records
 
 from rlhp.report import write_report
 
@@ -40,6 +44,41 @@ def test_a_2x2_grid_runs_in_parallel_processes_grouped_in_wandb_and_reported(tmp
         wall = np.mean([float(finals(job)["wall_s"]) for job in members])
         assert f"| reward_net={net} | 2 | {np.mean(returns):,.1f} ± {np.std(returns, ddof=1):,.1f} |" in report
         assert f"| 20 | 2,048 | {wall:,.1f} |" in report
+
+
+def test_ctrl_c_in_a_joblib_sweep_checkpoints_every_running_job_and_the_same_command_continues_it(tmp_path):
+    # joblib ends its pool when a job exits: the job still finishing its round would die without its checkpoint.
+    sweep = tmp_path / "sweep"
+    command = ["-m", "debug=fast", "logger=none", "num_iterations=16", "seed=0,1,2", "hydra/launcher=joblib",
+               "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
+    proc = subprocess.Popen([str(BIN / "rlhp-train"), *command], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not all((sweep / job / "metrics.csv").is_file() and
+                                                  len(rows(sweep / job)) >= 2 for job in "01"):
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the launcher and its workers
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    lines = [line for line in err.splitlines() if line.startswith("rlhp-train: ")]
+    assert lines[-1].startswith("rlhp-train: sweep stopped by SIGINT") and f"hydra.sweep.dir={sweep}" in lines[-1]
+    for job in "01":  # each stopped after its round, its checkpoint of that round saved
+        stopped = [line for line in lines if line.endswith(f"resume={sweep / job}`")]
+        assert len(stopped) == 1 and "stopped: SIGINT after round" in stopped[0]
+        last = int(stopped[0].split("after round ")[1].split()[0])
+        assert len(rows(sweep / job)) == last + 1 and (sweep / job / "checkpoints" / f"iter_{last:04d}").is_dir()
+    assert not (sweep / "2" / "metrics.csv").exists()  # queued behind the stop: not started
+    run_cli("rlhp-train", *command, cwd=tmp_path)
+    assert all(len(rows(sweep / job)) == 17 and (sweep / job / "eval.json").is_file() for job in "012")
+    evaluations = [(sweep / job / "eval.json").read_text() for job in "012"]
+    again = run_cli("rlhp-train", *command, cwd=tmp_path)  # every run finished: each kept as it is
+    assert (again.stdout + again.stderr).count("finished before, kept as it is") == 3
+    assert [(sweep / job / "eval.json").read_text() for job in "012"] == evaluations
+
+
+def rows(job):
+    with open(job / "metrics.csv") as f:
+        return list(csv.DictReader(f))
 
 
 def test_the_submitit_local_launcher_runs_a_2_job_sweep(tmp_path):

@@ -6,6 +6,7 @@ import difflib
 import errno
 import importlib.util
 import logging
+import math
 import signal
 import sys
 from collections.abc import Callable
@@ -21,8 +22,9 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rlhp.errors import ConfigError, RlhpError, StorageError
+from rlhp.errors import ConfigError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch
+from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
 from rlhp.runs import RunFolder
 
@@ -99,17 +101,28 @@ def _launch() -> Launch:
                   dict(hydra_cfg.runtime.choices), sweep)
 
 
-def _run(command: str, fn: Callable[[DictConfig, Launch], object], cfg: DictConfig) -> object:
-    """Run ``fn``; an rlhp error ends with one clear line and its own exit code, not a traceback."""
+def _run(command: str, fn: Callable[[DictConfig, Launch], Any], cfg: DictConfig,
+         value: Callable[[Any], float]) -> float:
+    """Run ``fn`` and return ``value`` of its result; an rlhp error ends with one clear line and its own exit
+    code, not a traceback. In a pooled sweep a stopped job returns NaN instead (:mod:`rlhp.experiment.sweep_stop`),
+    as does a job queued behind the stop."""
     logging.raiseExceptions = False  # a full disk must not print a traceback for every log line
+    sweep = pooled_sweep(HydraConfig.get())
+    if sweep is not None and stopped_by(sweep) is not None:
+        logging.getLogger("rlhp").info("not started: the sweep was stopped", extra=FILE_ONLY)
+        return math.nan
     try:
         try:
-            return fn(cfg, _launch())
+            return value(fn(cfg, _launch()))
         except OSError as err:
             raise storage_error(err, HydraConfig.get().runtime.output_dir) or err from err
     except RlhpError as err:
-        _leaving()
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
+        if isinstance(err, Stopped) and sweep is not None:  # the pool's other jobs finish their round too
+            print(f"{command}: {err.kind}: {err}", file=sys.stderr)
+            mark_stopped(sweep, err.signum)
+            return math.nan
+        _leaving()
         _refuse(err, command)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
         _leaving()
@@ -284,7 +297,7 @@ def _keep_run_record(argv: list[str]) -> RlhpError | None:
 def _train_main(cfg: DictConfig) -> float:
     from rlhp.experiment.train import optimized_value, train  # here, so that --help answers without loading torch
 
-    return optimized_value(_run("rlhp-train", train, cfg))
+    return _run("rlhp-train", train, cfg, optimized_value)
 
 
 def bc_main() -> None:
@@ -297,7 +310,7 @@ def bc_main() -> None:
 def _bc_main(cfg: DictConfig) -> float:
     from rlhp.demos.bc import clone
 
-    return _run("rlhp-bc", clone, cfg)["bc_true_return_mean"]
+    return _run("rlhp-bc", clone, cfg, lambda result: result["bc_true_return_mean"])
 
 
 def collect_main() -> None:
@@ -310,4 +323,4 @@ def collect_main() -> None:
 def _collect_main(cfg: DictConfig) -> float:
     from rlhp.demos.collect import collect
 
-    return _run("rlhp-collect", collect, cfg)["return_mean"]
+    return _run("rlhp-collect", collect, cfg, lambda result: result["return_mean"])

@@ -40,6 +40,9 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
     datasets.disable_progress_bars()  # one bar, the loop's, is enough
     run = RunFolder(launch.run_dir)
     with run.lock():
+        if launch.sweep_dir is not None and run.finished():  # a sweep launched again continues where it was
+            log.info("%s: finished before, kept as it is (eval.json)", run.path, extra=CONSOLE)
+            return {**run.evaluation(), "last_round": run.metrics()[-1]}
         loop, cfg, overrides, fresh = start_or_resume(run, cfg, launch.overrides)
         if fresh:
             run.write_choices(launch.choices)
