@@ -25,6 +25,7 @@ from stable_baselines3 import A2C
 
 from rlhp.envs import AtariEnv
 
+ALE = "ALE's AtariVectorEnv"
 PONG = {"id": "ALE/Pong-v5", "kwargs": {"frameskip": 1}, "max_episode_steps": 4000}
 
 
@@ -52,7 +53,7 @@ def main() -> None:
         venv.close()
     ale = AtariVectorEnv(game="pong", num_envs=args.copies, num_threads=os.cpu_count() or 1)
     ale.reset(seed=0)
-    rates["ALE's AtariVectorEnv"] = steps_per_s(ale.step, args.copies, args.batches)
+    rates[ALE] = steps_per_s(ale.step, args.copies, args.batches)
     ale.close()
     venv = AtariEnv(**PONG, n_envs=args.copies).make(seed=0)
     agent = A2C("CnnPolicy", venv, n_steps=5, learning_rate=7e-4, ent_coef=0.01, vf_coef=0.25, device="cpu", seed=0)
@@ -61,20 +62,18 @@ def main() -> None:
     agent.learn(args.copies * args.batches, reset_num_timesteps=False)
     learning = args.copies * args.batches / (time.perf_counter() - start)
     share = learning / rates["vectorize=dummy"]
-    speedup = rates["ALE's AtariVectorEnv"] / rates["vectorize=dummy"]
-    rows = [(f"Pong env steps/s, {args.copies} copies, {name}", f"{rate:,.0f}",
-             f"{rate / rates['vectorize=dummy']:.2f}x") for name, rate in rates.items()]
-    rows += [("A2C learning on Pong (experiment=pong's agent), env included, vectorize=dummy: steps/s",
-              f"{learning:,.0f}", ""),
-             ("the env's share of that learning", f"{share:.0%}", ""),
-             ("learning time saved by an env as fast as ALE's AtariVectorEnv: at most",
-              f"{share * (1 - 1 / speedup):.0%}", "")]
+    speedup = rates[ALE] / rates["vectorize=dummy"]
+    dummy = rates["vectorize=dummy"]
     text = "\n".join([
         f"Written by `python scripts/bench_atari_envs.py --copies {args.copies} --batches {args.batches}` on a "
-        f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}). Random actions (the learning row: A2C's "
-        "own), Pong, 84x84 grey, 4 frames stacked, frame skip 4.", "",
-        "| measure | value | against vectorize=dummy |", "|---|---:|---:|",
-        *(f"| {a} | {b} | {c} |" for a, b, c in rows)])
+        f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}). Pong, 84x84 grey, 4 frames stacked, frame "
+        f"skip 4, {args.copies} copies, random actions; env steps/s (against `vectorize=dummy`); A2C: "
+        "`experiment=pong`'s agent learning, env included; share: the env's part of that learning; saved: the most "
+        "an env as fast as ALE's would save of it.", "",
+        "| `vectorize=dummy` | `vectorize=subproc` | ALE's `AtariVectorEnv` | A2C steps/s | share | saved |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {dummy:,.0f} | {rates['vectorize=subproc']:,.0f} ({rates['vectorize=subproc'] / dummy:.2f}x) | "
+        f"{rates[ALE]:,.0f} ({speedup:.2f}x) | {learning:,.0f} | {share:.0%} | {share * (1 - 1 / speedup):.0%} |"])
     print(text)
     if args.out:
         write_block(args.out, "bench_atari_envs", text)

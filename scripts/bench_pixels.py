@@ -1,5 +1,5 @@
 """Pixels: bytes per stored transition, memory of a preference dataset of frames, dataset save and load
-rates, CNN reward training and env steps per second.
+rates and CNN reward training (env stepping: ``bench_atari_envs.py``).
 
 On Pong (``env=atari``: 84x84 grey, 4 frames stacked) with a random policy; the targets are in issue terms:
 a stored transition at most 1.2x one 84x84 frame (7,056 B; naive stacks cost 4x, and a fragment pair that
@@ -203,16 +203,6 @@ def main() -> None:
                      f"{gflop:.2f}; {alone:,.0f}", f"training runs at {rate / alone:.0%} of it"))
         rows.append((f"pairs/s at the float32 matrix-product rate ({flops:,.0f} GFLOP/s), {name}: a bound",
                      f"{flops / gflop:,.0f}", f"{flops / gflop / rate:.1f}x training's rate"))
-    for vectorize in ("dummy", "subproc"):
-        venv = AtariEnv(**PONG, n_envs=8, vectorize=vectorize).make(seed=0)
-        venv.reset()
-        acts = np.zeros(8, np.int64)
-        start = time.perf_counter()
-        for _ in range(250):
-            venv.step(acts)
-        rate = 8 * 250 / (time.perf_counter() - start)
-        rows.append((f"Pong env steps/s, 8 copies, vectorize={vectorize}", f"{rate:,.0f}", ""))
-        venv.close()
     text = "\n".join([
         f"Written by `python scripts/bench_pixels.py --pairs {args.pairs}"
         f"{'' if args.device == 'cpu' else ' --device ' + args.device}` on a {machine} ({time.strftime('%Y-%m-%d')}). "
