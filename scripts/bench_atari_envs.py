@@ -61,9 +61,8 @@ def main() -> None:
     start = time.perf_counter()
     agent.learn(args.copies * args.batches, reset_num_timesteps=False)
     learning = args.copies * args.batches / (time.perf_counter() - start)
-    share = learning / rates["vectorize=dummy"]
-    speedup = rates[ALE] / rates["vectorize=dummy"]
     dummy = rates["vectorize=dummy"]
+    share, speedup = learning / dummy, rates[ALE] / dummy
     text = "\n".join([
         f"Written by `python scripts/bench_atari_envs.py --copies {args.copies} --batches {args.batches}` on a "
         f"{os.cpu_count()}-core CPU, no GPU ({time.strftime('%Y-%m-%d')}). Pong, 84x84 grey, 4 frames stacked, frame "

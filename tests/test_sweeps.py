@@ -18,9 +18,13 @@ from rlhp.report import write_report
 pytestmark = pytest.mark.slow
 
 
-def finals(job):
+def rows(job):
     with open(job / "metrics.csv") as f:
-        return list(csv.DictReader(f))[-1]
+        return list(csv.DictReader(f))
+
+
+def finals(job):
+    return rows(job)[-1]
 
 
 def test_a_2x2_grid_runs_in_parallel_processes_grouped_in_wandb_and_reported(tmp_path):
@@ -74,11 +78,6 @@ def test_ctrl_c_in_a_joblib_sweep_checkpoints_every_running_job_and_the_same_com
     again = run_cli("rlhp-train", *command, cwd=tmp_path)  # every run finished: each kept as it is
     assert (again.stdout + again.stderr).count("finished before, kept as it is") == 3
     assert [(sweep / job / "eval.json").read_text() for job in "012"] == evaluations
-
-
-def rows(job):
-    with open(job / "metrics.csv") as f:
-        return list(csv.DictReader(f))
 
 
 def test_the_submitit_local_launcher_runs_a_2_job_sweep(tmp_path):

@@ -41,10 +41,15 @@ def storage_error(err: OSError, folder: str) -> StorageError | None:
                         "folder (hydra.run.dir=...); a resumed run continues from the last checkpoint")
 
 
+def _say(error: RlhpError, command: str) -> None:
+    """The error's one line on stderr."""
+    print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+
+
 def _refuse(error: RlhpError | None, command: str) -> None:
     """End in one line with the error's exit code, if there is an error."""
     if error is not None:
-        print(f"{command}: {error.kind}: {error}", file=sys.stderr)
+        _say(error, command)
         sys.exit(error.exit_code)
 
 
@@ -119,7 +124,7 @@ def _run(command: str, fn: Callable[[DictConfig, Launch], Any], cfg: DictConfig,
     except RlhpError as err:
         logging.getLogger("rlhp").error("%s: %s", type(err).__name__, err, extra=FILE_ONLY)
         if isinstance(err, Stopped) and sweep is not None:  # the pool's other jobs finish their round too
-            print(f"{command}: {err.kind}: {err}", file=sys.stderr)
+            _say(err, command)
             mark_stopped(sweep, err.signum)
             return math.nan
         _leaving()
