@@ -1,26 +1,74 @@
-"""The B-Pref benchmark's table cells: DMC's return, Meta-World's success rate in percent, each with its runs."""
+"""The B-Pref benchmark's ledger and table: a run recorded again replaces its row, a cell reads the largest budget
+recorded (DMC's return, Meta-World's success rate in percent), and a task with no run says so."""
 
 from __future__ import annotations
 
+import datetime
+import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from bench_bpref import PUBLISHED, score  # noqa: E402
+from omegaconf import OmegaConf
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+from bench_bpref import PUBLISHED, TARGETS, merge, read_ledger, record, score, write_ledger  # noqa: E402
 from test_bpref import TASKS  # noqa: E402
 
 from rlhp.report.folders import Run  # noqa: E402
 from rlhp.runs import RunFolder  # noqa: E402
 
 
-def runs(tmp_path: Path, *evaluations: dict) -> list[Run]:
-    return [Run(RunFolder(tmp_path / str(i)), {}, "finished", [], e) for i, e in enumerate(evaluations)]
+def row(task: str = "walker_walk", method: str = "pebble", seed: int = 0, steps: int = 500_000, ret: float = 0.0,
+        success: str = "") -> dict[str, str]:
+    return {"task": task, "method": method, "seed": str(seed), "steps": str(steps), "labels": "100",
+            "return": str(ret), "success_rate": success, "wall_min": "", "machine": "a test", "date": "2026-11-28"}
 
 
-def test_dmc_scores_its_return_and_metaworld_its_success_in_percent(tmp_path):
-    assert score(runs(tmp_path, {"true_return_mean": 300.0}, {"true_return_mean": 200.0})) \
-        == "250.0 ± 635.3 (2)"
-    assert score(runs(tmp_path, {"true_return_mean": 4000.0, "success_rate": 0.6})) == "60% (1)"
+def test_dmc_scores_its_return_and_metaworld_its_success_in_percent():
+    assert score([row(ret=300.0), row(seed=1, ret=200.0)], 500_000) == "250.0 ± 635.3 (2)"
+    assert score([row(ret=4000.0, success="0.6")], 500_000) == "60% (1)"
+    assert score([], 500_000) == "not yet run"
+
+
+def test_a_cell_reads_its_largest_budget_and_names_it_when_short_of_the_tasks():
+    rows = [row(steps=100_000, ret=100.0), row(seed=1, steps=100_000, ret=300.0), row(steps=500_000, ret=900.0)]
+    assert score(rows, 500_000) == "900.0 (1)"
+    assert score(rows[:2], 500_000) == "200.0 ± 1270.6 (2) at 100,000 steps"
+
+
+def test_a_run_recorded_again_replaces_its_row_and_the_ledger_round_trips(tmp_path):
+    old = [row(ret=1.0), row(seed=1, ret=2.0), row(steps=100_000, ret=3.0)]
+    merged = merge(old, [row(ret=9.0)])
+    assert sorted((r["seed"], r["steps"], r["return"]) for r in merged) == [
+        ("0", "100000", "3.0"), ("0", "500000", "9.0"), ("1", "500000", "2.0")]
+    write_ledger(tmp_path / "runs.csv", merged)
+    assert sorted(map(str, read_ledger(tmp_path / "runs.csv"))) == sorted(map(str, merged))
+    assert read_ledger(tmp_path / "missing.csv") == []
+
+
+def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    folder.write_record(OmegaConf.create({"seed": 7}), ["seed=7"])
+    folder.eval_json.write_text("{}")
+    run = Run(folder, {}, "finished", [{"timesteps": 500_000.0, "comparisons": 100.0, "wall_s": 600.0}],
+              {"true_return_mean": 452.84, "success_rate": 0.25})
+    assert record("door_open", "pebble", run, "a test") == {
+        "task": "door_open", "method": "pebble", "seed": "7", "steps": "500000", "labels": "100", "return": "452.8",
+        "success_rate": "0.250", "wall_min": "10.0", "machine": "a test", "date": datetime.date.today().isoformat()}
+
+
+def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
+    ledger = tmp_path / "runs.csv"
+    write_ledger(ledger, [row(ret=400.0), row(seed=1, ret=500.0), row(method="ceiling", ret=900.0),
+                          row(task="hammer", ret=1.0, success="1.0")])
+    out = subprocess.run([sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger)],
+                         capture_output=True, text=True, check=True).stdout
+    lines = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
+    assert set(lines) == {"task", *TARGETS, "hammer"}
+    assert "| 450.0 ± 635.3 (2) | 900.0 (1) | 500,000 |" in lines["walker_walk"]
+    assert "| 100% (1) | not yet run |" in lines["hammer"]
+    assert lines["cheetah_run"].count("not yet run") == 2
 
 
 def test_the_published_figures_are_at_the_experiments_own_label_budgets():
