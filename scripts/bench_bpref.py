@@ -111,7 +111,7 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
         labels, published = PUBLISHED[task]
         cells = {m: [r for r in ledger if r["task"] == task and r["method"] == m] for m in [*methods, CEILING]}
         budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0)
-        most = max(len({r["seed"] for r in cells[m]}) for m in methods) or 3
+        most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
                     f"{' | '.join(score(cells[m], budget) for m in [*methods, CEILING])} | "
                     f"{f'{budget:,}' if budget else ''} | "

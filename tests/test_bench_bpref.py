@@ -67,6 +67,7 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     lines = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
     assert set(lines) == {"task", *TARGETS, "hammer"}
     assert "| 450.0 ± 635.3 (2) | 900.0 (1) | 500,000 |" in lines["walker_walk"]
+    assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
     assert "| 100% (1) | not yet run |" in lines["hammer"]
     assert lines["cheetah_run"].count("not yet run") == 2
 
