@@ -112,10 +112,12 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
         cells = {m: [r for r in ledger if r["task"] == task and r["method"] == m] for m in [*methods, CEILING]}
         budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0)
         most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
+        # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
+        cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
                     f"{' | '.join(score(cells[m], budget) for m in [*methods, CEILING])} | "
                     f"{f'{budget:,}' if budget else ''} | "
-                    f"`rlhp-train -m experiment=bpref/{task} method={','.join(methods)} {seeds(most)}` |")
+                    f"`rlhp-train -m experiment=bpref/{task} method={','.join(methods)} {seeds(most)}{cluster}` |")
     return rows
 
 
@@ -150,7 +152,8 @@ def main() -> None:
         "ledger of runs, [data/bpref_runs.csv](data/bpref_runs.csv) (`--tasks <task>` runs a task and records it); "
         f"the runs ran on: {where}. DMC: final return; Meta-World: final success rate (success at any step of an "
         "episode), %. rlhp: mean ± 95% CI (Student t) over the seeds in brackets; the ceiling is the same agent on "
-        "the task's own reward; published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
+        "the task's own reward (its command: `reward_learning=none` in place of `method=`); published: PPE (NeurIPS "
+        "2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
         f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
         "| steps | command |",
         f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods)])

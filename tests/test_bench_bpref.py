@@ -70,6 +70,7 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
     assert "| 100% (1) | not yet run |" in lines["hammer"]
     assert lines["cheetah_run"].count("not yet run") == 2
+    assert lines["cheetah_run"].endswith("seed=0,1,2 hydra/launcher=slurm` |")  # not run here: a cluster's command
 
 
 def test_the_published_figures_are_at_the_experiments_own_label_budgets():
