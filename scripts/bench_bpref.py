@@ -68,7 +68,11 @@ def read_ledger(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    if reader.fieldnames != FIELDS:
+        raise SystemExit(f"{path} is not a ledger of B-Pref runs: its columns are {reader.fieldnames}, not {FIELDS}")
+    return rows
 
 
 def write_ledger(path: Path, rows: list[dict[str, str]]) -> None:
@@ -110,7 +114,9 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
     for task in [t for t in PUBLISHED if t in TARGETS or t in recorded]:
         labels, published = PUBLISHED[task]
         cells = {m: [r for r in ledger if r["task"] == task and r["method"] == m] for m in [*methods, CEILING]}
-        budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0)
+        # The budget the methods ran at (the ceiling's where none has run), which the steps column names.
+        budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0) or max(
+            (int(r["steps"]) for r in cells[CEILING]), default=0)
         most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
         # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
         cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -45,6 +46,9 @@ def test_a_run_recorded_again_replaces_its_row_and_the_ledger_round_trips(tmp_pa
     write_ledger(tmp_path / "runs.csv", merged)
     assert sorted(map(str, read_ledger(tmp_path / "runs.csv"))) == sorted(map(str, merged))
     assert read_ledger(tmp_path / "missing.csv") == []
+    (tmp_path / "other.csv").write_text("task,score\nwalker_walk,1\n")
+    with pytest.raises(SystemExit, match="not a ledger of B-Pref runs"):
+        read_ledger(tmp_path / "other.csv")
 
 
 def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
@@ -61,7 +65,8 @@ def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
 def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     ledger = tmp_path / "runs.csv"
     write_ledger(ledger, [row(ret=400.0), row(seed=1, ret=500.0), row(method="ceiling", ret=900.0),
-                          row(task="hammer", ret=1.0, success="1.0")])
+                          row(task="hammer", ret=1.0, success="1.0"), row(task="door_open", method="ceiling",
+                                                                          steps=300_000, ret=5.0, success="0.5")])
     out = subprocess.run([sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger)],
                          capture_output=True, text=True, check=True).stdout
     lines = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
@@ -70,6 +75,7 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
     assert "| 100% (1) | not yet run |" in lines["hammer"]
     assert lines["cheetah_run"].count("not yet run") == 2
+    assert "| not yet run | 50% (1) | 300,000 |" in lines["door_open"]  # the ceiling's budget when it ran alone
     assert lines["cheetah_run"].endswith("seed=0,1,2 hydra/launcher=slurm` |")  # not run here: a cluster's command
 
 
