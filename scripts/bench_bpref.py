@@ -152,10 +152,13 @@ def main() -> None:
     ledger = merge(read_ledger(args.ledger), new)
     if new:
         write_ledger(args.ledger, ledger)
+    # The caption links the ledger from the page it is written into.
+    page = args.out.resolve().parent if args.out else Path.cwd()
+    link = Path(os.path.relpath(args.ledger.resolve(), page)).as_posix()
     where = "; ".join(sorted({f"{r['machine']} ({r['date']})" for r in ledger})) or "none yet"
     text = "\n".join([
         f"Written by `python scripts/bench_bpref.py --methods {' '.join(args.methods)} --block {args.block}` from the "
-        "ledger of runs, [data/bpref_runs.csv](data/bpref_runs.csv) (`--tasks <task>` runs a task and records it); "
+        f"ledger of runs, [{link}]({link}) (`--tasks <task>` runs a task and records it); "
         f"the runs ran on: {where}. DMC: final return; Meta-World: final success rate (success at any step of an "
         "episode), %. rlhp: mean ± 95% CI (Student t) over the seeds in brackets; the ceiling is the same agent on "
         "the task's own reward (its command: `reward_learning=none` in place of `method=`); published: PPE (NeurIPS "

@@ -68,9 +68,10 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
                           row(task="hammer", ret=1.0, success="1.0"), row(task="door_open", method="ceiling",
                                                                           steps=300_000, ret=5.0, success="0.5")])
     out = subprocess.run([sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger)],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     lines = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
     assert set(lines) == {"task", *TARGETS, "hammer"}
+    assert "[runs.csv](runs.csv)" in out  # printed, not written into a page: linked from the working folder
     assert "| 450.0 ± 635.3 (2) | 900.0 (1) | 500,000 |" in lines["walker_walk"]
     assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
     assert "| 100% (1) | not yet run |" in lines["hammer"]
