@@ -7,12 +7,14 @@ finished sweep is reused). ``--override`` settings go to every run (a smaller bu
 total_timesteps=100000``). It reads the finished run folders (never the training code) into the ledger, a CSV of
 one row per run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in
 the repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran
-on: a run recorded again replaces its row. The Markdown table comes from the ledger alone: per task, the published
+on: a run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV
+beside it, for ``--plot``'s learning curves. The Markdown table comes from the ledger alone: per task, the published
 figures (PEBBLE, SURF, RUNE, QPA, PPE), rlhp's per method and its ceiling (mean ± 95% CI over seeds at the largest
 budget recorded: DMC's return, Meta-World's success rate in percent), the steps and the command; a cell with no run
 says "not yet run", never a guess.
 
-    python scripts/bench_bpref.py --tasks walker_walk --methods pebble qpa --seeds 3 --out docs/benchmarks.md
+    python scripts/bench_bpref.py --tasks walker_walk --methods pebble qpa --seeds 3 --out docs/benchmarks.md \
+        --plot docs/img/bpref_curves.png
 """
 
 from __future__ import annotations
@@ -23,11 +25,16 @@ import datetime
 import os
 from pathlib import Path
 
-import numpy as np
-from bench_suite import cell, seeds, sweep
-from docblock import add_run_options, show
+import matplotlib
 
-from rlhp.report.folders import Run
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from bench_suite import cell, seeds, sweep  # noqa: E402
+from docblock import add_run_options, show  # noqa: E402
+
+from rlhp.report.folders import Run  # noqa: E402
+from rlhp.report.stats import mean_ci  # noqa: E402
 
 # PPE (NeurIPS 2025), Table 1: scripted teacher, 5 seeds, every method rerun in one setup; DMC: return at 500k
 # steps (quadruped-walk, humanoid-stand: see their experiments), Meta-World (v2): success rate in percent.
@@ -49,6 +56,11 @@ TARGETS = ["walker_walk", "cheetah_run", "window_open", "door_open", "button_pre
 CEILING = "ceiling"
 FIELDS = ["task", "method", "seed", "steps", "labels", "return", "success_rate", "wall_min", "machine", "date"]
 LEDGER = Path(__file__).resolve().parents[1] / "docs" / "data" / "bpref_runs.csv"
+CURVE_FIELDS = ["task", "method", "seed", "steps", "timesteps", "return", "success_rate"]
+CURVES = "bpref_curves.csv"
+"""The file of the runs' rounds, beside the ledger."""
+# The published methods drawn as lines on the curves: PEBBLE, which rlhp's runs reproduce, and QPA, the target's.
+DRAWN = ["PEBBLE", "QPA"]
 
 
 def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
@@ -63,29 +75,41 @@ def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
             "machine": machine, "date": finished.isoformat()}
 
 
-def read_ledger(path: Path) -> list[dict[str, str]]:
-    """The ledger's rows (none when it does not exist yet)."""
+def rounds(task: str, method: str, run: Run) -> list[dict[str, str]]:
+    """A finished run's rounds as rows of the curves' file: steps so far, the training episodes' mean return and
+    success rate (Meta-World's)."""
+    seed, steps = str(run.folder.config().seed), str(int(run.rows[-1]["timesteps"]))
+    return [{"task": task, "method": method, "seed": seed, "steps": steps, "timesteps": str(int(r["timesteps"])),
+             "return": f"{r['true_return_mean']:.1f}",
+             "success_rate": "" if r.get("success_rate") is None else f"{r['success_rate']:.3f}"}
+            for r in run.rows if r.get("true_return_mean") is not None]
+
+
+def read_ledger(path: Path, fields: list[str] = FIELDS) -> list[dict[str, str]]:
+    """The rows of the ledger (or, with ``CURVE_FIELDS``, of the curves' file); none when it does not exist yet."""
     if not path.exists():
         return []
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    if reader.fieldnames != FIELDS:
-        raise SystemExit(f"{path} is not a ledger of B-Pref runs: its columns are {reader.fieldnames}, not {FIELDS}")
+    if reader.fieldnames != fields:
+        raise SystemExit(f"{path} is not a ledger of B-Pref runs: its columns are {reader.fieldnames}, not {fields}")
     return rows
 
 
-def write_ledger(path: Path, rows: list[dict[str, str]]) -> None:
-    """Write ``rows`` sorted by task, method, steps and seed, so that the file's diffs show what changed."""
+def write_ledger(path: Path, rows: list[dict[str, str]], fields: list[str] = FIELDS) -> None:
+    """Write ``rows`` sorted by task, method, steps, seed (and round), so that the file's diffs show what changed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS, lineterminator="\n")
+        writer = csv.DictWriter(f, fields, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: (r["task"], r["method"], int(r["steps"]), int(r["seed"]))))
+        writer.writerows(sorted(rows, key=lambda r: (r["task"], r["method"], int(r["steps"]), int(r["seed"]),
+                                                     int(r.get("timesteps", 0)))))
 
 
 def merge(ledger: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
-    """``ledger`` with ``new`` rows added; a new row replaces the row of the same task, method, seed and steps."""
+    """``ledger`` with ``new`` rows added; new rows replace the rows of the same task, method, seed and steps (a
+    run's row, or all its rounds)."""
     def key(row: dict[str, str]) -> tuple[str, ...]:
         return row["task"], row["method"], row["seed"], row["steps"]
     replaced = {key(r) for r in new}
@@ -127,6 +151,54 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
     return rows
 
 
+def value(row: dict[str, str], success: bool) -> float:
+    """A round's point: its success rate in percent (NaN where no episode ended) or its return."""
+    if not success:
+        return float(row["return"])
+    return 100 * float(row["success_rate"]) if row["success_rate"] else np.nan
+
+
+def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[str, dict[str, np.ndarray]]:
+    """Draw learning curves into ``path``, a panel a task that has any: per method and the ceiling, at the largest
+    budget recorded, the mean over seeds with its 95% band (DMC's return, Meta-World's success rate in percent),
+    and the published final figures of ``DRAWN`` as dashed lines. Returns each panel's means, by line."""
+    tasks = [t for t in PUBLISHED if any(r["task"] == t for r in curves)]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), dpi=110, squeeze=False)
+    drawn = {}
+    for ax, task in zip(axes[0], tasks):
+        success = any(r["success_rate"] for r in curves if r["task"] == task)
+        drawn[task] = {}
+        for method in [*methods, CEILING]:
+            rows = [r for r in curves if r["task"] == task and r["method"] == method]
+            if not rows:
+                continue
+            steps = max(int(r["steps"]) for r in rows)
+            by_seed = {}
+            for r in rows:
+                if int(r["steps"]) == steps:
+                    by_seed.setdefault(r["seed"], []).append(r)
+            n = min(map(len, by_seed.values()))  # seeds at one budget share their rounds' steps
+            x = np.array([[int(r["timesteps"]) for r in seed[:n]] for seed in by_seed.values()]).mean(0)
+            mean, half = mean_ci(np.array([[value(r, success) for r in seed[:n]] for seed in by_seed.values()]))
+            label = f"rlhp {method} ({len(by_seed)})"
+            line, = ax.plot(x, mean, label=label)
+            if len(by_seed) > 1:
+                ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+            drawn[task][label] = mean
+        for name, style in zip(DRAWN, ["--", ":"]):
+            ax.axhline(PUBLISHED[task][1][METHODS.index(name)], color="grey", linestyle=style,
+                       label=f"{name}, published")
+        ax.set(title=task, xlabel="agent steps",
+               ylabel="success rate of training episodes, %" if success else "return of training episodes")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return drawn
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=[], choices=sorted(PUBLISHED),
@@ -138,10 +210,12 @@ def main() -> None:
     parser.add_argument("--ledger", type=Path, default=LEDGER, help="the CSV of recorded runs")
     parser.add_argument("--machine", default=f"{os.cpu_count()}-core CPU, no GPU",
                         help="where the runs ran, recorded with each (default: this machine)")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="draw the recorded runs' learning curves into this PNG (linked from the table)")
     add_run_options(parser, "outputs/bench_bpref", "bench_bpref")
     args = parser.parse_args()
     ceiling_seeds = args.seeds if args.ceiling_seeds is None else args.ceiling_seeds
-    new = []
+    new, new_rounds = [], []
     for task in args.tasks:
         base = [f"experiment=bpref/{task}", *args.override]
         for method, sweep_overrides, n in [*((m, [f"method={m}"], args.seeds) for m in args.methods),
@@ -149,15 +223,25 @@ def main() -> None:
             if n:
                 runs = sweep(args.root / task / method, [*base, *sweep_overrides, seeds(n)], args.jobs)
                 new += [record(task, method, run, args.machine) for run in runs]
+                new_rounds += [r for run in runs for r in rounds(task, method, run)]
     ledger = merge(read_ledger(args.ledger), new)
+    curves_path = args.ledger.with_name(CURVES)
+    curves = merge(read_ledger(curves_path, CURVE_FIELDS), new_rounds)
     if new:
         write_ledger(args.ledger, ledger)
-    # The caption links the ledger from the page it is written into.
+        write_ledger(curves_path, curves, CURVE_FIELDS)
+    # The caption links the ledger (and the figure) from the page it is written into.
     page = args.out.resolve().parent if args.out else Path.cwd()
-    link = Path(os.path.relpath(args.ledger.resolve(), page)).as_posix()
+    def linked(path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), page)).as_posix()
+    link = linked(args.ledger)
+    plotted = bool(args.plot and curves)
+    if plotted:
+        plot(curves, args.methods, args.plot)
     where = "; ".join(sorted({f"{r['machine']} ({r['date']})" for r in ledger})) or "none yet"
     text = "\n".join([
-        f"Written by `python scripts/bench_bpref.py --methods {' '.join(args.methods)} --block {args.block}` from the "
+        f"Written by `python scripts/bench_bpref.py --methods {' '.join(args.methods)} --block {args.block}"
+        f"{f' --plot {args.plot.as_posix()}' if plotted else ''}` from the "
         f"ledger of runs, [{link}]({link}) (`--tasks <task>` runs a task and records it); "
         f"the runs ran on: {where}. DMC: final return; Meta-World: final success rate (success at any step of an "
         "episode), %. rlhp: mean ± 95% CI (Student t) over the seeds in brackets; the ceiling is the same agent on "
@@ -165,7 +249,9 @@ def main() -> None:
         "2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
         f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
         "| steps | command |",
-        f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods)])
+        f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods),
+        *(["", f"![Learning curves of the recorded runs]({linked(args.plot)}): the training episodes' return or "
+               f"success rate, from [{linked(curves_path)}]({linked(curves_path)})."] if plotted else [])])
     show(text, args.out, args.block)
 
 

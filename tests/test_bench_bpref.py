@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from bench_bpref import PUBLISHED, TARGETS, merge, read_ledger, record, score, write_ledger  # noqa: E402
+from bench_bpref import CURVE_FIELDS, PUBLISHED, TARGETS, merge, plot, read_ledger, record, rounds, score, write_ledger  # noqa: E402
 from test_bpref import TASKS  # noqa: E402
 
 from rlhp.report.folders import Run  # noqa: E402
@@ -62,16 +63,56 @@ def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
         "success_rate": "0.250", "wall_min": "10.0", "machine": "a test", "date": datetime.date.today().isoformat()}
 
 
+def point(seed: int, timesteps: int, ret: float, method: str = "pebble", steps: int = 500_000,
+          task: str = "walker_walk", success: str = "") -> dict[str, str]:
+    return {"task": task, "method": method, "seed": str(seed), "steps": str(steps), "timesteps": str(timesteps),
+            "return": str(ret), "success_rate": success}
+
+
+def test_a_runs_rounds_are_its_curve_and_a_run_recorded_again_replaces_all_of_them(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    folder.write_record(OmegaConf.create({"seed": 2}), ["seed=2"])
+    rows = [{"timesteps": 20_000.0, "true_return_mean": None}, {"timesteps": 40_000.0, "true_return_mean": 12.34},
+            {"timesteps": 60_000.0, "true_return_mean": 56.0, "success_rate": 0.5}]
+    got = rounds("door_open", "pebble", Run(folder, {}, "finished", rows, {}))
+    # The round with no finished episode has no point; each keeps the run's budget, to be replaced with it.
+    assert [(r["seed"], r["steps"], r["timesteps"], r["return"], r["success_rate"]) for r in got] == [
+        ("2", "60000", "40000", "12.3", ""), ("2", "60000", "60000", "56.0", "0.500")]
+    old = [point(0, 10, 1.0), point(0, 20, 2.0), point(1, 10, 3.0)]
+    merged = merge(old, [point(0, 10, 9.0)])
+    assert sorted((r["seed"], r["timesteps"], r["return"]) for r in merged) == [("0", "10", "9.0"),
+                                                                               ("1", "10", "3.0")]
+    write_ledger(tmp_path / "curves.csv", merged, CURVE_FIELDS)
+    assert sorted(map(str, read_ledger(tmp_path / "curves.csv", CURVE_FIELDS))) == sorted(map(str, merged))
+
+
+def test_the_curves_average_the_seeds_at_the_largest_budget_and_meta_world_draws_its_success(tmp_path):
+    curves = [point(0, 10, 9999.0, steps=100_000),  # a smaller budget: not drawn beside the larger
+              point(0, 10, 100.0), point(0, 20, 300.0), point(1, 10, 200.0), point(1, 20, 500.0),
+              point(0, 20, 900.0, method="ceiling"),
+              point(0, 10, 1.0, task="door_open", success="0.25"), point(0, 20, 2.0, task="door_open", success="")]
+    drawn = plot(curves, ["pebble"], tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    assert list(drawn) == ["walker_walk", "door_open"]  # the published order
+    assert drawn["walker_walk"]["rlhp pebble (2)"].tolist() == [150.0, 400.0]
+    assert drawn["walker_walk"]["rlhp ceiling (1)"].tolist() == [900.0]
+    assert drawn["door_open"]["rlhp pebble (1)"][0] == 25.0 and np.isnan(drawn["door_open"]["rlhp pebble (1)"][1])
+
+
 def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     ledger = tmp_path / "runs.csv"
     write_ledger(ledger, [row(ret=400.0), row(seed=1, ret=500.0), row(method="ceiling", ret=900.0),
                           row(task="hammer", ret=1.0, success="1.0"), row(task="door_open", method="ceiling",
                                                                           steps=300_000, ret=5.0, success="0.5")])
-    out = subprocess.run([sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger)],
-                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    write_ledger(tmp_path / "bpref_curves.csv", [point(0, 10, 1.0), point(0, 20, 2.0)], CURVE_FIELDS)
+    out = subprocess.run([sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger), "--plot",
+                          "fig/curves.png"], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     lines = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
     assert set(lines) == {"task", *TARGETS, "hammer"}
     assert "[runs.csv](runs.csv)" in out  # printed, not written into a page: linked from the working folder
+    # The curves come from the file beside the ledger, drawn where --plot says, and linked.
+    assert (tmp_path / "fig" / "curves.png").is_file() and "--plot fig/curves.png` from the" in out
+    assert "![Learning curves of the recorded runs](fig/curves.png)" in out and "(bpref_curves.csv)." in out
     assert "| 450.0 ± 635.3 (2) | 900.0 (1) | 500,000 |" in lines["walker_walk"]
     assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
     assert "| 100% (1) | not yet run |" in lines["hammer"]
