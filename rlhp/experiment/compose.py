@@ -121,6 +121,7 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         allow_variable_horizon=cfg.allow_variable_horizon,
         horizon_remedy=env.fixed_horizon_remedy,
         pool=build(cfg.query_pool),
+        reward_updates=cfg.reward_updates,
     )
     learning = (AsynchronousPreferenceLearning(**parts, published=published) if asynchronous
                 else PreferenceLearning(**parts))

@@ -37,6 +37,8 @@ OPTIMIZABLE = {
     "wall_s": "seconds spent in the loop",
 }
 """What ``optimized_metric`` may name: the number ``train(cfg)`` returns to a sweeper."""
+FIT_METRICS = ("reward_loss", "reward_accuracy", "reward_tie_gap", "gt_reward_loss", "val_loss", "val_accuracy")
+"""The names among them that the last round's reward update writes."""
 
 
 def build(node: DictConfig, **context: Any) -> Any:
@@ -175,6 +177,11 @@ def validate_train(cfg: DictConfig) -> None:
     metric = cfg.optimized_metric
     _require(cfg, "optimized_metric", metric is None or metric in OPTIMIZABLE,
              f"must be null or one of {', '.join(OPTIMIZABLE)}, got {metric!r}")
+    # A round that brought no label trains no reward, so the last round's fit may be missing.
+    _require(cfg, "optimized_metric", metric not in FIT_METRICS or cfg.get("reward_updates") != "new_labels",
+             f"is {metric}, a metric of the last round's reward update, and with reward_updates=new_labels the last "
+             "round may have none: optimise true_return_mean or reward_correlation, or set "
+             "reward_updates=every_round")
     _require(cfg, "optimized_metric", metric not in ("val_loss", "val_accuracy") or cfg.reward_trainer.val_split > 0,
              f"is {metric}, which needs a validation split: set reward_trainer.val_split, e.g. 0.2")
 

@@ -75,7 +75,7 @@ class AsynchronousPreferenceLearning(PreferenceLearning):
             return
         self.collect(result, clock, callbacks)
         self.warm_start(result, clock)
-        if self.labelled:
+        if self.update_due:
             # The update writes its own metrics: the agent's thread writes the round's meanwhile.
             update = RoundResult(result.iteration, {}, result.sampled)
             masks = torch.Generator(self.reward_trainer.net.device).manual_seed(

@@ -11,7 +11,7 @@ from typing import Any
 
 from rlhp.data import PreferenceDataset, RankedClips, RatingDataset, Trajectory
 from rlhp.envs.base import FIXED_HORIZON_ADVICE
-from rlhp.errors import VariableHorizonError
+from rlhp.errors import ArgumentError, VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.loop.fragmenters import Fragmenter
 from rlhp.loop.pools import THIS_ROUND, QueryPool
@@ -35,6 +35,11 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]
             "When the episode length depends on the policy, it leaks the reward: a fragment's "
             "length says how well the agent did, and any positive learned reward 'solves' the "
             f"task. To fix it, {remedy}; or set allow_variable_horizon=true if you know the risks.")
+
+
+REWARD_UPDATES = ("every_round", "new_labels")
+"""When the reward model trains: in every round, on every label so far (the paper's loop), or only in rounds whose
+gathering brought new labels (B-Pref's: once its label budget is spent, the reward stays as it is)."""
 
 
 class RewardLearning:
@@ -83,6 +88,7 @@ class PreferenceLearning(RewardLearning):
         allow_variable_horizon: accept terminal episodes of different lengths.
         horizon_remedy: what makes the env's episodes run to its time limit, said when they do not.
         pool: the episodes a round's pairs are cut from (the round's own sample, or a window across rounds).
+        reward_updates: ``every_round`` or ``new_labels`` (:data:`REWARD_UPDATES`).
     """
 
     learns = True
@@ -96,7 +102,13 @@ class PreferenceLearning(RewardLearning):
                  reward_net_config: dict[str, Any], schedule: list[int], fragment_length: int,
                  transition_oversampling: float = 1.0, initial_epoch_multiplier: float = 200.0,
                  allow_variable_horizon: bool = False,
-                 horizon_remedy: str = FIXED_HORIZON_ADVICE, pool: QueryPool = THIS_ROUND) -> None:
+                 horizon_remedy: str = FIXED_HORIZON_ADVICE, pool: QueryPool = THIS_ROUND,
+                 reward_updates: str = "every_round") -> None:
+        if reward_updates not in REWARD_UPDATES:
+            raise ArgumentError("reward_updates", f"must be one of {', '.join(REWARD_UPDATES)}, got {reward_updates!r}")
+        self.reward_updates = reward_updates
+        self.new_labels = False
+        """Whether this round's gathering brought a label (a pair's, a rating or a ranking)."""
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
         self.schedule, self.comparisons = schedule, sum(schedule)
@@ -108,11 +120,12 @@ class PreferenceLearning(RewardLearning):
         self.pool = pool
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
-        """Sample, fragment, query, gather, and train the reward model on every label so far (in the round of the
-        first sample, after its warm start on the agent's unsupervised pre-training, which that sample ran)."""
+        """Sample, fragment, query, gather, and train the reward model on every label so far when an update is due
+        (in the round of the first sample, after its warm start on the agent's unsupervised pre-training, which that
+        sample ran)."""
         self.collect(result, clock, callbacks)
         self.warm_start(result, clock)
-        if self.labelled:
+        if self.update_due:
             self.train_reward(result, clock)
 
     def warm_start(self, result: RoundResult, clock: PhaseClock) -> None:
@@ -127,6 +140,11 @@ class PreferenceLearning(RewardLearning):
     def labelled(self) -> bool:
         """Whether there is a label (a pair's, a rating or a ranking) to train on."""
         return len(self.dataset) > 0 or self.ratings is not None or self.ranking is not None
+
+    @property
+    def update_due(self) -> bool:
+        """Whether the reward model trains this round: on labels, in every round or in those that brought some."""
+        return self.labelled and (self.reward_updates == "every_round" or self.new_labels)
 
     def collect(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
         """Sample, fragment, query and gather: this round's labels into the dataset."""
@@ -169,15 +187,16 @@ class PreferenceLearning(RewardLearning):
         """The answered queries: journaled by the callbacks first, then those told apart added to the dataset."""
         with clock("gather"):
             answers = result.answers = self.gatherer()
+        # "Can't tell" is kept in the journal, never trained on; a ranking's new places come as the pairs they imply.
+        told, rated = answers.told, answers.ratings
+        self.new_labels = bool(told.any() or (rated is not None and rated.told.any()))
         if len(answers):
             for callback in callbacks:
                 callback.on_labels(result.iteration, answers)
-            told = answers.told  # "can't tell" is kept in the journal, never trained on
             if answers.ranking is not None:  # its pairs are journalled, and the list trained on in their stead
                 self.ranking = answers.ranking
             elif told.any():
                 self.dataset.push(answers.pairs[told], answers.labels[told], answers.ids[told])
-        rated = answers.ratings
         if rated is not None:
             for callback in callbacks:
                 callback.on_ratings(result.iteration, rated)
