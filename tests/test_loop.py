@@ -13,7 +13,7 @@ from helpers import trajectory
 
 from rlhp.data import PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.errors import VariableHorizonError
+from rlhp.errors import ArgumentError, VariableHorizonError
 from rlhp.feedback import OracleGatherer, Querent
 from rlhp.loop import (
     AsynchronousPreferenceLearning,
@@ -122,7 +122,7 @@ class Recorder(Callback):
 
 def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_timesteps=1000,
               pool: QueryPool = THIS_ROUND, trainer: type[RewardTrainer] = SpyTrainer,
-              asynchronous: bool = False) -> Loop:
+              asynchronous: bool = False, reward_updates: str = "every_round") -> Loop:
     rng = np.random.default_rng(seed)
     net = RewardNet(spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Discrete(2), hidden_sizes=[8])
     source = FakeSource(agent)
@@ -130,10 +130,28 @@ def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_
         source=source, fragmenter=RandomFragmenter(rng, warning_threshold=0), querent=Querent(),
         gatherer=EvenIdsGatherer(), dataset=PreferenceDataset(max_size), reward_trainer=trainer(net, rng, epochs=1),
         reward_net_config={"hidden_sizes": [8]}, schedule=list(comparisons), fragment_length=5,
-        transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool)
+        transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool, reward_updates=reward_updates)
     learning = (AsynchronousPreferenceLearning(**parts, published=copy.deepcopy(net)) if asynchronous
                 else PreferenceLearning(**parts))
     return Loop(ENV, source, learning, len(comparisons), total_timesteps)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_with_reward_updates_new_labels_rounds_that_bring_no_label_train_no_reward(asynchronous):
+    trained = {}
+    for updates in ("every_round", "new_labels"):
+        loop = make_loop(FakeAgent(), comparisons=(6, 4, 0, 0), asynchronous=asynchronous, reward_updates=updates)
+        recorder = Recorder()
+        loop.iterate([recorder])
+        trained[updates] = (loop.reward_learning.reward_trainer.events, ["reward_loss" in r for r in recorder.rows])
+    # Rounds 2 and 3 query nothing, so nothing new is answered: the paper's loop fits the same labels again.
+    assert trained["every_round"] == (["train on 3", "train on 5", "train on 5", "train on 5"], [True] * 4)
+    assert trained["new_labels"] == (["train on 3", "train on 5"], [True, True, False, False])
+
+
+def test_reward_updates_takes_its_two_modes_only():
+    with pytest.raises(ArgumentError, match="reward_updates must be one of every_round, new_labels, got 'never'"):
+        make_loop(FakeAgent(), reward_updates="never")
 
 
 def test_rounds_follow_the_schedule_and_carry_timesteps_over():

@@ -49,6 +49,10 @@ def test_the_optimized_metric_needs_no_callback(tmp_path):
 @pytest.mark.parametrize(("overrides", "message"), [
     (["optimized_metric=return"], "config key `optimized_metric` must be null or one of true_return_mean"),
     (["optimized_metric=val_loss"], "config key `optimized_metric` is val_loss, which needs a validation split"),
+    (["optimized_metric=reward_accuracy", "reward_updates=new_labels"],
+     "config key `optimized_metric` is reward_accuracy, a metric of the last round's reward update, and with "
+     "reward_updates=new_labels the last round may have none"),
+    (["reward_updates=never"], "config key `reward_updates` must be one of every_round, new_labels, got 'never'"),
 ])
 def test_a_bad_optimized_metric_is_refused_before_training(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("`", ".")):

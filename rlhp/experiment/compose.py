@@ -123,8 +123,11 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         pool=build(cfg.query_pool),
         reward_updates=cfg.reward_updates,
     )
-    learning = (AsynchronousPreferenceLearning(**parts, published=published) if asynchronous
-                else PreferenceLearning(**parts))
+    try:  # the loop's own keys (reward_updates) are top-level keys
+        learning = (AsynchronousPreferenceLearning(**parts, published=published) if asynchronous
+                    else PreferenceLearning(**parts))
+    except ArgumentError as err:
+        raise ConfigError(err.argument, err.problem) from None
     # A source that trains no agent gets no timesteps.
     return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
 
