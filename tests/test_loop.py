@@ -149,6 +149,14 @@ def test_with_reward_updates_new_labels_rounds_that_bring_no_label_train_no_rewa
     assert trained["new_labels"] == (["train on 3", "train on 5"], [True, True, False, False])
 
 
+def test_a_loop_checkpointed_before_reward_updates_existed_resumes_training_every_round():
+    loop = make_loop(FakeAgent(), comparisons=(6, 4, 0))
+    del loop.reward_learning.__dict__["reward_updates"]  # as pickled before the option
+    old = pickle.loads(pickle.dumps(loop))
+    old.iterate([Recorder()])
+    assert old.reward_learning.reward_trainer.events == ["train on 3", "train on 5", "train on 5"]
+
+
 def test_reward_updates_takes_its_two_modes_only():
     with pytest.raises(ArgumentError, match="reward_updates must be one of every_round, new_labels, got 'never'"):
         make_loop(FakeAgent(), reward_updates="never")
