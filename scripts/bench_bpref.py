@@ -116,14 +116,19 @@ def merge(ledger: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[
     return [r for r in ledger if key(r) not in replaced] + new
 
 
+def largest_budget(rows: list[dict[str, str]]) -> tuple[int, list[dict[str, str]]]:
+    """The largest budget (steps) among ``rows`` and the rows at it: what a cell and a curve read."""
+    steps = max(int(r["steps"]) for r in rows)
+    return steps, [r for r in rows if int(r["steps"]) == steps]
+
+
 def score(rows: list[dict[str, str]], budget: int) -> str:
     """The cell of one task and method: at the largest budget recorded, the mean success rate in percent where the
     env reports one (Meta-World), else the mean return (DMC), with the runs' count, and the steps when they fall
     short of ``budget``, the budget of the task's other cells."""
     if not rows:
         return "not yet run"
-    steps = max(int(r["steps"]) for r in rows)
-    at = [r for r in rows if int(r["steps"]) == steps]
+    steps, at = largest_budget(rows)
     if all(r["success_rate"] for r in at):
         value = f"{cell(100 * np.array([float(r['success_rate']) for r in at]), 0)}%"
     else:
@@ -172,11 +177,9 @@ def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[s
             rows = [r for r in curves if r["task"] == task and r["method"] == method]
             if not rows:
                 continue
-            steps = max(int(r["steps"]) for r in rows)
             by_seed = {}
-            for r in rows:
-                if int(r["steps"]) == steps:
-                    by_seed.setdefault(r["seed"], []).append(r)
+            for r in largest_budget(rows)[1]:
+                by_seed.setdefault(r["seed"], []).append(r)
             n = min(map(len, by_seed.values()))  # seeds at one budget share their rounds' steps
             x = np.array([[int(r["timesteps"]) for r in seed[:n]] for seed in by_seed.values()]).mean(0)
             mean, half = mean_ci(np.array([[value(r, success) for r in seed[:n]] for seed in by_seed.values()]))
