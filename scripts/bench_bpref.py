@@ -3,8 +3,10 @@
 For each task in ``--tasks`` (``conf/experiment/bpref/<task>.yaml``) and method (``conf/method/<method>.yaml``) it
 runs ``rlhp-train -m experiment=bpref/<task> method=<method>`` over ``--seeds`` seeds, and the same agent on the
 task's own reward (``reward_learning=none``, the ceiling), each sweep into its own folder under ``--root`` (a
-finished sweep is reused). ``--override`` settings go to every run (a smaller budget: ``--override
-total_timesteps=100000``). It reads the finished run folders (never the training code) into the ledger, a CSV of
+finished sweep is reused). ``--override`` settings go to every run. ``--steps N`` runs the protocol's first N agent
+steps, as a full run would take them: its rounds keep their length and the rounds that gather labels stay the same
+(``total_timesteps=N`` alone would keep the rounds' count and share of labelling rounds, so every label would come
+earlier, from a younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
 one row per run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in
 the repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran
 on: a run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV
@@ -32,6 +34,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from bench_suite import cell, seeds, sweep  # noqa: E402
 from docblock import add_run_options, show  # noqa: E402
+from hydra import compose, initialize_config_module  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
 
 from rlhp.report.folders import Run  # noqa: E402
 from rlhp.report.stats import mean_ci  # noqa: E402
@@ -61,6 +65,36 @@ CURVES = "bpref_curves.csv"
 """The file of the runs' rounds, beside the ledger."""
 # The published methods drawn as lines on the curves: PEBBLE, which rlhp's runs reproduce, and QPA, the target's.
 DRAWN = ["PEBBLE", "QPA"]
+
+
+def first_steps(cfg: DictConfig, steps: int) -> list[str]:
+    """Overrides that stop the run ``cfg`` composes after its first ``steps`` agent steps, as it would have taken
+    them: rounds of the same length and, where labels come until a share of training (``query_schedule.until``),
+    the same rounds gathering the same labels (those of the rounds it runs, no more)."""
+    rounds = cfg.num_iterations + 1
+    round_steps = cfg.total_timesteps // rounds
+    if steps % round_steps or not 2 * round_steps <= steps <= cfg.total_timesteps:
+        raise SystemExit(f"--steps must be a multiple of the protocol's round, {round_steps:,} steps, from two "
+                         f"rounds up to its {cfg.total_timesteps:,}; got {steps:,}")
+    iterations = steps // round_steps - 1
+    overrides = [f"total_timesteps={steps}", f"num_iterations={iterations}"]
+    if "until" in cfg.query_schedule:
+        # Rounds 1..n sit at t = 0, 1/(n-1), ..., 1: the full run labels in the first `labelled` of them.
+        labelled = int(cfg.query_schedule.until * (cfg.num_iterations - 1) + 1e-9) + 1
+        kept = min(labelled, iterations)
+        if iterations > 1:
+            overrides.append(f"query_schedule.until={min(1.0, (kept - 0.5) / (iterations - 1)):.4g}")
+        if kept < labelled:  # B-Pref's batches are equal: the kept rounds' share of the labels after round 0's
+            initial = round(cfg.total_comparisons * cfg.initial_comparison_frac)
+            total = initial + round((cfg.total_comparisons - initial) * kept / labelled)
+            overrides += [f"total_comparisons={total}", f"initial_comparison_frac={initial / total:.12g}"]
+    return overrides
+
+
+def protocol(task: str, overrides: list[str]) -> DictConfig:
+    """The composed config of ``experiment=bpref/<task>`` with ``overrides``."""
+    with initialize_config_module("rlhp.conf", version_base="1.3"):
+        return compose("train", [f"experiment=bpref/{task}", *overrides])
 
 
 def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
@@ -208,6 +242,8 @@ def main() -> None:
                         help="tasks to run and record (none: write the table from the ledger alone)")
     parser.add_argument("--methods", nargs="+", default=["pebble"])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="run the protocol's first STEPS agent steps only (default: all of them)")
     parser.add_argument("--ceiling-seeds", type=int, default=None, help="seeds of the ceiling (default: --seeds)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")
     parser.add_argument("--ledger", type=Path, default=LEDGER, help="the CSV of recorded runs")
@@ -221,6 +257,8 @@ def main() -> None:
     new, new_rounds = [], []
     for task in args.tasks:
         base = [f"experiment=bpref/{task}", *args.override]
+        if args.steps is not None:
+            base += first_steps(protocol(task, args.override), args.steps)
         for method, sweep_overrides, n in [*((m, [f"method={m}"], args.seeds) for m in args.methods),
                                            (CEILING, ["reward_learning=none"], ceiling_seeds)]:
             if n:

@@ -10,13 +10,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
+import yaml
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from bench_bpref import CURVE_FIELDS, PUBLISHED, TARGETS, merge, plot, read_ledger, record, rounds, score, write_ledger  # noqa: E402
+from bench_bpref import (  # noqa: E402
+    CURVE_FIELDS,
+    PUBLISHED,
+    TARGETS,
+    first_steps,
+    merge,
+    plot,
+    protocol,
+    read_ledger,
+    record,
+    rounds,
+    score,
+    write_ledger,
+)
 from test_bpref import TASKS  # noqa: E402
 
+from rlhp.loop.schedules import comparison_schedule  # noqa: E402
 from rlhp.report.folders import Run  # noqa: E402
 from rlhp.runs import RunFolder  # noqa: E402
 
@@ -123,3 +139,34 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
 
 def test_the_published_figures_are_at_the_experiments_own_label_budgets():
     assert {task: labels for task, (labels, _) in PUBLISHED.items()} == {t: v[1] for t, v in TASKS.items()}
+
+
+def labels_per_round(cfg: DictConfig) -> list[int]:
+    """The labels each round of the run ``cfg`` composes gathers."""
+    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+                               instantiate(cfg.query_schedule))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_runs_first_steps_are_the_full_runs_rounds_with_the_same_labels(task):
+    full = protocol(task, [])
+    round_steps = full.total_timesteps // (full.num_iterations + 1)
+    for share in [0.05, 0.2, 0.3, 0.6, 1.0]:
+        steps = max(2, round(share * (full.num_iterations + 1))) * round_steps
+        cut = full.copy()
+        for override in first_steps(full, steps):
+            key, value = override.split("=")
+            OmegaConf.update(cut, key, yaml.safe_load(value))
+        assert cut.total_timesteps // (cut.num_iterations + 1) == round_steps
+        whole, first = labels_per_round(full), labels_per_round(cut)
+        # The shorter run gathers what the full one gathers in the same rounds.
+        assert first == whole[:len(first)], (share, first, whole[:len(first)])
+
+
+def test_a_runs_first_steps_must_be_whole_rounds_of_it():
+    full = protocol("window_open", [])
+    with pytest.raises(SystemExit, match="multiple of the protocol's round, 5,000 steps"):
+        first_steps(full, 301_000)
+    for steps in [5_000, 1_005_000]:
+        with pytest.raises(SystemExit, match="from two rounds up to its 1,000,000"):
+            first_steps(full, steps)
