@@ -1,3 +1,5 @@
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -66,9 +68,10 @@ def test_per_member_inputs_score_each_member_on_its_own_rows():
 @pytest.mark.parametrize("discount_factor", [1.0, 0.9])
 @pytest.mark.parametrize("shaping_gamma", [None, 0.9])
 @pytest.mark.parametrize("length", [6, 2])  # 2 steps: the output bias counts twice, as any other scale
+@pytest.mark.parametrize("output", ["linear", "tanh"])
 def test_returns_and_their_gradients_equal_the_discounted_sum_of_per_step_rewards(members, discount_factor,
-                                                                                  shaping_gamma, length):
-    net = RewardNet(*spaces(), members=members, shaping_gamma=shaping_gamma)
+                                                                                  shaping_gamma, length, output):
+    net = RewardNet(*spaces(), members=members, shaping_gamma=shaping_gamma, output=output)
     pairs = random_pairs(9, length)
     inputs = net.encode(*(t[torch.arange(3 * members).reshape(members, 3)] for t in pairs.tensors()))
     returns = net.returns(inputs, discount_factor, per_member=True)
@@ -214,10 +217,34 @@ def test_discrete_and_image_observations_are_preprocessed_as_sb3_does():
     torch.testing.assert_close(x, frames.reshape(10, -1).float() / 255)
 
 
+def test_a_tanh_output_bounds_each_members_step_reward_however_large_its_weights():
+    net = RewardNet(*spaces(), members=3, output="tanh")
+    linear = RewardNet(*spaces(), members=3)
+    linear.load_state_dict(net.state_dict())
+    with torch.no_grad():
+        for w in [*net.body.weights, *linear.body.weights]:
+            w.mul_(100.0)
+    pairs = random_pairs(20, length=5).tensors()
+    bounded, unbounded = net(*pairs), linear(*pairs)
+    assert unbounded.abs().max() > 10  # the weights push a linear output far out
+    torch.testing.assert_close(bounded, torch.tanh(unbounded))
+    assert bounded.abs().max() <= 1.0
+
+
+def test_a_net_pickled_before_the_output_option_scores_as_a_linear_one():
+    net = RewardNet(*spaces())
+    old = pickle.loads(pickle.dumps(net))
+    del old.__dict__["output"]  # as a checkpoint written before the option existed holds it
+    inputs = net.encode(*random_pairs(2, length=3).tensors())
+    torch.testing.assert_close(old.returns(inputs, 0.9), net.returns(inputs, 0.9))
+    assert old.output == "linear"
+
+
 def test_the_defaults_are_the_documented_ones():
     net = RewardNet(*spaces())
     assert net.use == (True, True, False, False) and net.members == 1 and net.potential is None
     assert net.input_norm is not None and net.input_clip == 5.0 and net.norm is not None and net.std_coef == 0.0
+    assert net.output == "linear"
 
 
 @pytest.mark.parametrize(("options", "argument", "says"), [
@@ -227,6 +254,7 @@ def test_the_defaults_are_the_documented_ones():
     ({"members": 257}, "members", "must lie in [1, 256], got 257"),
     ({"hidden_sizes": [8, 0]}, "hidden_sizes", "must be widths in [1, 65536], got [8, 0]"),
     ({"hidden_sizes": [65_537]}, "hidden_sizes", "must be widths in [1, 65536], got [65537]"),
+    ({"output": "sigmoid"}, "output", "must be one of linear, tanh, got 'sigmoid'"),
 ])
 def test_bad_options_are_refused_by_key(options, argument, says):
     with pytest.raises(ArgumentError) as err:

@@ -25,6 +25,9 @@ from rlhp.rewards.norm import RunningNorm
 SCORE_CHUNK_BYTES = 2**28
 """The most float input one scoring pass outside training builds: image observations are large."""
 
+OUTPUTS = ("linear", "tanh")
+"""What a member's step reward passes through last: nothing, or tanh."""
+
 
 class RewardInputs(NamedTuple):
     """Transitions encoded for the reward MLPs; every field has the same leading shape."""
@@ -82,10 +85,15 @@ class RewardNet(nn.Module):
         std_decay: beta = std_coef * (1 - std_decay) ** t after the agent's t env steps (RUNE's decay), so the
             bonus fades as the reward is learned; steps are counted as the agent takes them, and relabelled
             transitions get the current beta.
+        output: ``linear`` (a step's reward unbounded) or ``tanh`` (each member's step reward in (-1, 1), as the
+            PEBBLE line of work's nets end: a fit that sharpens its preferences cannot scale the agent's reward
+            up with them).
     """
 
     MAX_MEMBERS = 256
     MAX_WIDTH = 65_536
+    output: str = "linear"
+    """A class default too, so that a net pickled before the option existed resumes as it was trained."""
 
     def __init__(
         self,
@@ -103,8 +111,12 @@ class RewardNet(nn.Module):
         normalize_output: bool = True,
         std_coef: float = 0.0,
         std_decay: float = 0.0,
+        output: str = "linear",
     ) -> None:
         super().__init__()
+        if output not in OUTPUTS:
+            raise ArgumentError("output", f"must be one of {', '.join(OUTPUTS)}, got {output!r}")
+        self.output = output
         if not (use_state or use_action or use_next_state or use_done):
             raise ArgumentError("use_state", "and use_action, use_next_state, use_done are all false: the net sees "
                                 "nothing")
@@ -208,6 +220,8 @@ class RewardNet(nn.Module):
         lead = tuple(inputs.x.shape[:-1])
         groups = lead[0] if per_member else 1
         rew = self.body(inputs.x.reshape(groups, -1, inputs.x.shape[-1]))
+        if self.output == "tanh":
+            rew = torch.tanh(rew)
         if inputs.states is not None:
             phi = self.potential(inputs.states.reshape(groups, -1, inputs.states.shape[-1]))
             phi, next_phi = phi.reshape(self.members, -1, 2).unbind(-1)
@@ -218,11 +232,11 @@ class RewardNet(nn.Module):
         """Discounted sums over the last leading axis (time) of :meth:`score`'s rewards: shape
         (members, *lead[:-1]), or (members, *lead[1:-1]) with ``per_member``.
 
-        Without shaping the output layer is linear, so it scores each fragment's discounted sum of
-        features once instead of every step: the same returns, and a backward pass with no per-step
-        output to differentiate (15% less reward-training time in the CartPole loop).
+        Without shaping a linear output layer scores each fragment's discounted sum of features once
+        instead of every step: the same returns, and a backward pass with no per-step output to
+        differentiate (15% less reward-training time in the CartPole loop).
         """
-        if inputs.states is not None:
+        if inputs.states is not None or self.output != "linear":
             return discounted_returns(self.score(inputs, per_member), discount_factor)
         lead = tuple(inputs.x.shape[:-1])
         groups = lead[0] if per_member else 1
