@@ -286,8 +286,9 @@ def main() -> None:
         f"ledger of runs, [{link}]({link}) (`--tasks <task>` runs a task and records it); "
         f"the runs ran on: {where}. DMC: final return; Meta-World: final success rate (success at any step of an "
         "episode), %. rlhp: mean ± 95% CI (Student t) over the seeds in brackets; the ceiling is the same agent on "
-        "the task's own reward (its command: `reward_learning=none` in place of `method=`); published: PPE (NeurIPS "
-        "2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
+        "the task's own reward (its command: `reward_learning=none` in place of `method=`); steps short of the "
+        "protocol's are a run's first steps (`--steps N`: rounds as long, and labelled, as the full run's); "
+        "published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
         f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
         "| steps | command |",
         f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods),
