@@ -5,8 +5,8 @@ runs ``rlhp-train -m experiment=bpref/<task> method=<method>`` over ``--seeds`` 
 task's own reward (``reward_learning=none``, the ceiling), each sweep into its own folder under ``--root`` (a
 finished sweep is reused). ``--override`` settings go to every run. ``--steps N`` runs the protocol's first N agent
 steps, as a full run would take them: its rounds keep their length and the rounds that gather labels stay the same
-(``total_timesteps=N`` alone would keep the rounds' count and share of labelling rounds, so every label would come
-earlier, from a younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
+(``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come earlier, from a
+younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
 one row per run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in
 the repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran
 on: a run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV
@@ -69,25 +69,19 @@ DRAWN = ["PEBBLE", "QPA"]
 
 def first_steps(cfg: DictConfig, steps: int) -> list[str]:
     """Overrides that stop the run ``cfg`` composes after its first ``steps`` agent steps, as it would have taken
-    them: rounds of the same length and, where labels come until a share of training (``query_schedule.until``),
-    the same rounds gathering the same labels (those of the rounds it runs, no more)."""
-    rounds = cfg.num_iterations + 1
-    round_steps = cfg.total_timesteps // rounds
+    them: rounds of the same length and, where labels come in the first rounds (``query_schedule.rounds``), the
+    same rounds gathering the same labels (those of the rounds it runs, no more)."""
+    round_steps = cfg.total_timesteps // (cfg.num_iterations + 1)
     if steps % round_steps or not 2 * round_steps <= steps <= cfg.total_timesteps:
         raise SystemExit(f"--steps must be a multiple of the protocol's round, {round_steps:,} steps, from two "
                          f"rounds up to its {cfg.total_timesteps:,}; got {steps:,}")
     iterations = steps // round_steps - 1
     overrides = [f"total_timesteps={steps}", f"num_iterations={iterations}"]
-    if "until" in cfg.query_schedule:
-        # Rounds 1..n sit at t = 0, 1/(n-1), ..., 1: the full run labels in the first `labelled` of them.
-        labelled = int(cfg.query_schedule.until * (cfg.num_iterations - 1) + 1e-9) + 1
-        kept = min(labelled, iterations)
-        if iterations > 1:
-            overrides.append(f"query_schedule.until={min(1.0, (kept - 0.5) / (iterations - 1)):.4g}")
-        if kept < labelled:  # B-Pref's batches are equal: the kept rounds' share of the labels after round 0's
-            initial = round(cfg.total_comparisons * cfg.initial_comparison_frac)
-            total = initial + round((cfg.total_comparisons - initial) * kept / labelled)
-            overrides += [f"total_comparisons={total}", f"initial_comparison_frac={initial / total:.12g}"]
+    labelled = cfg.query_schedule.get("rounds", 0)
+    if iterations < labelled:  # B-Pref's batches are equal: round 0's labels, and the kept rounds' share of the rest
+        initial = round(cfg.total_comparisons * cfg.initial_comparison_frac)
+        total = initial + round((cfg.total_comparisons - initial) * iterations / labelled)
+        overrides += [f"total_comparisons={total}", f"initial_comparison_frac={initial / total:.12g}"]
     return overrides
 
 

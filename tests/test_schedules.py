@@ -1,10 +1,20 @@
 import numpy as np
 import pytest
+from helpers import composed
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlhp.errors import ArgumentError
-from rlhp.loop.schedules import Constant, Hyperbolic, InverseQuadratic, Until, apportion, comparison_schedule
+from rlhp.errors import ArgumentError, ConfigError
+from rlhp.experiment.config import build
+from rlhp.loop.schedules import (
+    Constant,
+    FirstRounds,
+    Hyperbolic,
+    InverseQuadratic,
+    Until,
+    apportion,
+    comparison_schedule,
+)
 
 
 def test_apportion_largest_remainder_by_hand():
@@ -45,11 +55,33 @@ def test_until_queries_b_prefs_batches_then_stops():
 
 @pytest.mark.parametrize("until", [-0.1, 1.5, float("nan")])
 def test_until_outside_the_run_is_refused(until):
-    with pytest.raises(ArgumentError, match="query_schedule.until"):
+    with pytest.raises(ArgumentError, match="^until must"):
         Until(until)
 
 
-@pytest.mark.parametrize("schedule", [Constant(), Hyperbolic(), InverseQuadratic(), Until(0.5)])
+def test_first_rounds_queries_b_prefs_batches_in_the_rounds_counted_then_stops():
+    # Window-open at 400 labels: 50 in round 0, then 50 in each of rounds 1-7 of 200.
+    assert comparison_schedule(400, 0.125, 199, FirstRounds(7)) == [50] * 8 + [0] * 192
+    # Cut to 60 rounds, the labelled rounds stay the first ones, with the same batches.
+    assert comparison_schedule(400, 0.125, 59, FirstRounds(7)) == [50] * 8 + [0] * 52
+    # A run with fewer rounds than counted spreads the budget over all of them.
+    assert comparison_schedule(20, 0.0, 2, FirstRounds(7)) == [0, 10, 10]
+
+
+@pytest.mark.parametrize("rounds", [0, -3, 2.5, True, "7"])
+def test_first_rounds_must_be_a_whole_positive_count(rounds):
+    with pytest.raises(ArgumentError, match="^rounds must"):
+        FirstRounds(rounds)
+
+
+@pytest.mark.parametrize(("option", "key", "value"), [("until", "until", 2), ("first_rounds", "rounds", 0)])
+def test_a_refused_schedule_names_its_config_key_once(option, key, value):
+    cfg = composed("train", [f"query_schedule={option}", f"query_schedule.{key}={value}"])
+    with pytest.raises(ConfigError, match=rf"^config key `query_schedule\.{key}` must"):
+        build(cfg.query_schedule)
+
+
+@pytest.mark.parametrize("schedule", [Constant(), Hyperbolic(), InverseQuadratic(), Until(0.5), FirstRounds(12)])
 def test_schedules_total(schedule):
     plan = comparison_schedule(500, 0.3, 20, schedule)
     assert len(plan) == 21 and sum(plan) == 500 and plan[0] == 150

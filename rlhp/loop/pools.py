@@ -36,7 +36,7 @@ class RecentEpisodes:
 
     def __init__(self, episodes: int) -> None:
         if episodes < 1:
-            raise ArgumentError("query_pool.episodes", f"must be >= 1, got {episodes}")
+            raise ArgumentError("episodes", f"must be >= 1, got {episodes}")
         self.window: deque[Trajectory] = deque(maxlen=episodes)
 
     def __call__(self, sampled: list[Trajectory]) -> list[Trajectory]:

@@ -40,12 +40,28 @@ class Until:
 
     def __init__(self, until: float) -> None:
         if not 0.0 <= until <= 1.0:
-            raise ArgumentError("query_schedule.until", f"must be in [0, 1], got {until}")
+            raise ArgumentError("until", f"must be in [0, 1], got {until}")
         self.until = until
 
     def __call__(self, t: np.ndarray) -> np.ndarray:
         """1 where ``t <= until``, else 0."""
         return (t <= self.until).astype(np.float64)
+
+
+class FirstRounds:
+    """The same number of queries in each of the first ``rounds`` rounds after round 0, none after: B-Pref's
+    protocol, a fixed batch of queries every ``num_interact`` agent steps until the label budget is spent. Counted
+    in rounds, so a run cut short keeps the full run's batches in the rounds it has (a run with fewer rounds spreads
+    the budget over all of them)."""
+
+    def __init__(self, rounds: int) -> None:
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+            raise ArgumentError("rounds", f"must be a whole number, at least 1, got {rounds!r}")
+        self.rounds = rounds
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        """1 for the first ``rounds`` of the rounds at progress ``t``, else 0."""
+        return (np.arange(len(t)) < self.rounds).astype(np.float64)
 
 
 def apportion(total: int, weights: np.ndarray) -> np.ndarray:
