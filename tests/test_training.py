@@ -10,6 +10,7 @@ from rlhp.errors import ArgumentError
 from rlhp.feedback import SyntheticGatherer
 from rlhp.rewards import RewardInputs, RewardNet
 from rlhp.training import (
+    AllLabels,
     DropContradicted,
     Judgement,
     KeepAll,
@@ -666,3 +667,61 @@ def test_the_wrong_labels_counted_are_the_training_pairs_not_the_validation_spli
     assert trained.sum() == 50 and (left_out & ~trained & wrong).any()
     assert metrics["gt_labels_wrong"] == wrong[trained].sum() < wrong.sum()
     assert metrics["gt_labels_dropped_wrong"] == (left_out & trained & wrong).sum()
+
+
+class Recorded(AllLabels):
+    """Every pair, as AllLabels draws them, remembering each pass's per-member resample."""
+
+    def __init__(self) -> None:
+        self.samples: list[np.ndarray] = []
+
+    def draw(self, sample: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """AllLabels' draw, recorded."""
+        self.samples.append(sample.copy())
+        return super().draw(sample, rng)
+
+
+def told_apart(n: int) -> PreferenceDataset:
+    """``n`` random pairs labelled by their true returns."""
+    pairs = random_pairs(n, length=6, seed=1)
+    dataset = PreferenceDataset()
+    dataset.push(pairs, (pairs.rews[:, 0].sum(-1) > pairs.rews[:, 1].sum(-1)).astype(np.float32), np.arange(n))
+    return dataset
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_without_bootstrap_every_member_trains_on_every_pair_in_its_own_order(bootstrap):
+    replay = Recorded()
+    trainer = RewardTrainer(RewardNet(*spaces(), members=3), np.random.default_rng(0), epochs=1, replay=replay,
+                            bootstrap=bootstrap)
+    trainer.train(told_apart(50))
+    (sample,) = replay.samples
+    every_pair = [sorted(row) == list(range(50)) for row in sample]
+    assert all(every_pair) != bootstrap  # a resample with replacement of 50 pairs repeats some (p > 1 - 1e-20)
+    if not bootstrap:
+        assert len({tuple(row) for row in sample}) == 3
+
+
+@pytest.mark.parametrize(("stop_accuracy", "passes"), [(1.0, 30), (0.0, 1)])
+def test_a_round_stops_its_passes_once_training_accuracy_exceeds_stop_accuracy(stop_accuracy, passes):
+    replay = Recorded()
+    torch.manual_seed(0)
+    trainer = RewardTrainer(RewardNet(*spaces(), members=3), np.random.default_rng(0), epochs=30, lr=3e-3,
+                            replay=replay, stop_accuracy=stop_accuracy)
+    metrics = trainer.train(told_apart(200))
+    assert len(replay.samples) == passes and (passes == 30 or metrics["reward_accuracy"] > stop_accuracy)
+
+
+def test_a_round_at_b_prefs_stop_runs_until_its_accuracy_passes_it():
+    replay = Recorded()
+    torch.manual_seed(0)
+    trainer = RewardTrainer(RewardNet(*spaces(), members=3), np.random.default_rng(0), epochs=200, lr=3e-3,
+                            replay=replay, stop_accuracy=0.9)
+    metrics = trainer.train(told_apart(200))
+    assert 1 < len(replay.samples) < 200 and metrics["reward_accuracy"] > 0.9
+
+
+@pytest.mark.parametrize("stop_accuracy", [-0.1, 1.5])
+def test_a_stop_accuracy_outside_0_1_is_refused(stop_accuracy):
+    with pytest.raises(ArgumentError, match="stop_accuracy must lie in"):
+        RewardTrainer(RewardNet(*spaces(), members=1), np.random.default_rng(0), stop_accuracy=stop_accuracy)

@@ -80,12 +80,16 @@ class RewardTrainer:
     (:mod:`rlhp.training.rankings`) in the same way: ``ranking_loss`` and ``ranking_accuracy``.
 
     Args:
-        reward_net: the net to train (each ensemble member on its own bootstrap sample).
+        reward_net: the net to train (each ensemble member on its own bootstrap sample, or on every pair).
         rng: random generator for shuffling and bootstrapping.
         lr: AdamW learning rate.
         batch_size: pairs per optimiser step.
         minibatch_size: pairs per forward/backward (gradient accumulation); divides batch_size.
         epochs: passes per call of :meth:`train` (each over the pairs ``replay`` draws).
+        stop_accuracy: end a call's passes early once a pass's training accuracy exceeds this (B-Pref's 0.97);
+            at 1 every pass runs.
+        bootstrap: each member trains on its own resample of the pairs, drawn with replacement each call; else
+            every member on all of them, each in its own order (B-Pref's ensembles).
         weight_decay: AdamW weight decay (the starting value when it adapts).
         val_split: fraction of pairs held out to measure over-fitting (0: none).
         weight_decay_adapt: when > 1 and val_split > 0, multiply the weight decay by it after an
@@ -105,13 +109,17 @@ class RewardTrainer:
 
     cutpoints: Cutpoints | None = None
     """The rating model's cutpoints, once there are ratings to learn from."""
+    # Class defaults, so that a checkpoint pickled before these existed resumes as it ran.
+    stop_accuracy: float = 1.0
+    bootstrap: bool = True
     WEIGHT_DECAY_RANGE = 100.0
     ENCODE_ONCE_BYTES = 2**30
     JUDGE_CHUNK = 4096
     """Pairs scored at once when a label filter judges the labels."""
 
     def __init__(self, reward_net: RewardNet, rng: np.random.Generator, lr: float = 1e-3, batch_size: int = 32,
-                 minibatch_size: int | None = None, epochs: int = 3, weight_decay: float = 0.0,
+                 minibatch_size: int | None = None, epochs: int = 3, stop_accuracy: float = 1.0,
+                 bootstrap: bool = True, weight_decay: float = 0.0,
                  val_split: float = 0.0, weight_decay_adapt: float | None = None, adapt_tolerance: float = 0.1,
                  noise_prob: float = 0.0, discount_factor: float = 1.0, threshold: float = 50.0,
                  crop: Crop = WHOLE_FRAGMENTS, pseudo_labels: PseudoLabeller = NO_PSEUDO_LABELS,
@@ -123,6 +131,7 @@ class RewardTrainer:
                 raise ArgumentError(name, f"must be at least 1, got {value}")
         if minibatch_size is not None and minibatch_size > batch_size:
             raise ArgumentError("minibatch_size", f"({minibatch_size}) must not exceed batch_size ({batch_size})")
+        ArgumentError.check_share("stop_accuracy", stop_accuracy)
         if not 0 < lr < math.inf:
             raise ArgumentError("lr", f"must be a positive finite number, got {lr}")
         if not 0 <= weight_decay < math.inf:
@@ -140,7 +149,7 @@ class RewardTrainer:
         self.weight_decay_bounds = (weight_decay / self.WEIGHT_DECAY_RANGE, weight_decay * self.WEIGHT_DECAY_RANGE)
         self.net, self.rng = reward_net, rng
         self.batch_size, self.minibatch_size = batch_size, minibatch_size or batch_size
-        self.epochs, self.val_split = epochs, val_split
+        self.epochs, self.stop_accuracy, self.bootstrap, self.val_split = epochs, stop_accuracy, bootstrap, val_split
         self.weight_decay_adapt, self.adapt_tolerance = weight_decay_adapt, adapt_tolerance
         self.noise_prob, self.discount_factor, self.threshold = noise_prob, discount_factor, threshold
         self.crop, self.pseudo_labels, self.label_filter, self.replay = crop, pseudo_labels, label_filter, replay
@@ -364,8 +373,13 @@ class RewardTrainer:
         order = self.rng.permutation(n)
         n_val = self._validation_pairs(n)
         val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
-        # Each ensemble member learns from its own bootstrap resample of the training pairs.
-        sample = train[self.rng.integers(0, len(train), (members, len(train)))] if members > 1 else train[None]
+        # Each ensemble member learns from its own bootstrap resample of the training pairs, or from all of them.
+        if members == 1:
+            sample = train[None]
+        elif self.bootstrap:
+            sample = train[self.rng.integers(0, len(train), (members, len(train)))]
+        else:
+            sample = self.rng.permuted(np.tile(train, (members, 1)), axis=1)
         ratio = self.pseudo_labels.ratio if self.unlabelled is not None and len(self.unlabelled) else 0
         if ratio:
             unlabelled = self._encoder(self.unlabelled.tensors(device))
@@ -405,6 +419,8 @@ class RewardTrainer:
                 metrics.update(self._validate(inputs, labels, val, metrics["reward_loss"]))
             for one_pass in passes:
                 metrics.update(one_pass())
+            if metrics.get("reward_accuracy", 0.0) > self.stop_accuracy:
+                break
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train),
                                               Judgement(judgement.keep.cpu(), judgement.flip.cpu())))
         return metrics
