@@ -40,11 +40,14 @@ ROUND = re.compile(r"round_(\d{4})$")
 
 
 def overridden(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """``cfg`` with ``key=value`` overrides (values read as Hydra reads them), each key one the run's config has."""
+    """``cfg`` with ``key=value`` overrides (values read as Hydra reads them), each in a part the run's config has
+    (a key newer than the run is taken: building the part checks it is one of its options)."""
     for override in overrides:
         key, sep, _ = override.partition("=")
-        if not sep or OmegaConf.select(cfg, key, default=KeyError) is KeyError:
-            raise SystemExit(f"{override!r} is no override of a key the run's config has (key=value)")
+        part = key.rpartition(".")[0]
+        if not sep or not isinstance(OmegaConf.select(cfg, part) if part else cfg, DictConfig):
+            raise SystemExit(f"{override!r} is no override of a part the run's config has (key=value, e.g. "
+                             "reward_net.output=tanh)")
     return OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
 
 
@@ -111,7 +114,7 @@ def main() -> None:
     if not folder.config_yaml.exists():
         raise SystemExit(f"{str(args.run)!r} is no run folder of rlhp-train (no {folder.config_yaml.name} in it)")
     datasets.disable_progress_bars()  # its per-file bars would bury the table
-    print(f"Reward refitted on {str(args.run)!r}'s labels, seed {args.seed}"
+    print(f"Reward refitted on the labels of {args.run}, seed {args.seed}"
           + (f", with {' '.join(args.overrides)}" if args.overrides else "") + ":\n")
     print("| round | labels | training accuracy | correlation, all episodes | correlation, next round's |")
     print("|---:|---:|---:|---:|---:|")

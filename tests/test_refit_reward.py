@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -48,9 +50,20 @@ def test_overrides_reach_the_refitted_reward(finished):
 
 def test_bad_input_is_refused_with_a_message(finished, tmp_path):
     script = [sys.executable, str(SCRIPTS / "refit_reward.py")]
-    for argv, message in [([str(finished), "reward_trainer.nope=1"], "no override of a key the run's config has"),
-                          ([str(finished), "reward_net.output"], "no override of a key"),
+    for argv, message in [([str(finished), "reward_trainer.nope=1"], "nope` is not an option of RewardTrainer"),
+                          ([str(finished), "reward_net.output"], "no override of a part the run's config has"),
+                          ([str(finished), "nothing.here=1"], "no override of a part"),
                           ([str(finished), "reward_trainer.lr=fast"], "reward_trainer.lr` must be a number"),
                           ([str(tmp_path)], "is no run folder of rlhp-train")]:
         proc = subprocess.run([*script, *argv], capture_output=True, text=True)
         assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_key_newer_than_the_run_can_be_set(finished, tmp_path):
+    older = tmp_path / "older"
+    shutil.copytree(finished, older)
+    config = OmegaConf.load(older / ".hydra" / "config.yaml")
+    del config.reward_trainer["stop_accuracy"]  # as a run written before the key existed
+    OmegaConf.save(config, older / ".hydra" / "config.yaml")
+    rows = refit(RunFolder(older), ["reward_trainer.stop_accuracy=0.5"], seed=0)
+    assert len(rows) > 1
