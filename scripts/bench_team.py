@@ -66,7 +66,7 @@ def run_team(folder: Path, overrides: list[str], with_random: bool, pause_s: flo
 
 def trained_from_random(run: RunFolder) -> float:
     """The share of the labels the run trained on that the random annotator gave."""
-    names = [n for p in sorted(run.labels_dir.iterdir())
+    names = [n for p in run.label_rounds().values()
              for joined in datasets.load_from_disk(str(p))["annotator"] for n in joined.split(",")]
     return sum(n == RANDOM for n in names) / max(1, len(names))
 

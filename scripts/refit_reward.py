@@ -17,7 +17,6 @@ pseudo-labels, warm start, ratings and rankings are not, and the reward trains o
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import datasets
@@ -35,9 +34,6 @@ from rlhp.rewards.net import reward_correlation
 from rlhp.runs.folder import RunFolder
 from rlhp.training import RewardTrainer
 
-ROUND = re.compile(r"round_(\d{4})$")
-"""A labels folder's rounds: labels/round_0003."""
-
 
 def overridden(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """``cfg`` with ``key=value`` overrides (values read as Hydra reads them), each in a part the run's config has
@@ -53,19 +49,18 @@ def overridden(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 def label_rounds(folder: RunFolder) -> dict[int, Path]:
     """The run's labelled rounds, by round."""
-    rounds = {int(m.group(1)): p for p in folder.labels_dir.glob("round_*") if (m := ROUND.search(p.name))}
+    rounds = folder.label_rounds()
     if not rounds:
         raise SystemExit(f"{str(folder.labels_dir)!r} holds no round of labels (labels/round_XXXX): is "
                          f"{str(folder.path)!r} a run of rlhp-train with its labels callback?")
-    return dict(sorted(rounds.items()))
+    return rounds
 
 
 def sampled(folder: RunFolder, rounds: list[int]) -> tuple[dict[int, list[Trajectory]], dict]:
     """The episodes each of ``rounds`` sampled (those the run kept), and the dataset card's metadata."""
     episodes, meta = {}, {}
-    for k in rounds:
-        shard = folder.trajectories_dir / f"round-{k:04d}.parquet"
-        if shard.exists():
+    for k, shard in folder.trajectory_shards().items():
+        if k in rounds:
             episodes[k], meta = open_trajectories(shard)
     if not episodes or "observation_space" not in meta:
         raise SystemExit(f"{str(folder.trajectories_dir)!r} holds no round's episodes with their spaces "

@@ -94,7 +94,7 @@ class TrajectoryWriter(Callback):
     folder loads as a dataset (``trajectories=dataset trajectories.path=<run>/trajectories``)."""
 
     def __init__(self, run: RunFolder, env: GymEnv) -> None:
-        self.folder = run.trajectories_dir
+        self.run, self.folder = run, run.trajectories_dir
         self.spaces = dict(zip(("observation_space", "action_space"), env.spaces()))
         self.metadata = {"env_id": env.id, "policy": {"name": "rlhp-train agent", "source": str(run.path)}}
 
@@ -111,7 +111,7 @@ class TrajectoryWriter(Callback):
             self.folder.mkdir(parents=True, exist_ok=True)
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
             trajectories_card(meta).save(self.folder / "README.md")
-        shard = self.folder / f"round-{result.iteration:04d}.parquet"
+        shard = self.run.trajectory_shard(result.iteration)
         tmp = shard.with_name(shard.name + HALF_WRITTEN)
         ds.to_parquet(str(tmp))
         os.replace(tmp, shard)
@@ -123,25 +123,25 @@ class LabelJournal(Callback):
     clips, one fragment a row): a crash in training loses no label."""
 
     def __init__(self, run: RunFolder) -> None:
-        self.folder, self.ratings_folder = run.labels_dir, run.ratings_dir
+        self.run = run
 
     def start(self, loop: Loop) -> None:
         """Delete the labels of rounds after the checkpoint (the resumed run gathers them again)."""
-        forget_rounds(self.folder, loop.iteration)
-        forget_rounds(self.ratings_folder, loop.iteration)
+        forget_rounds(self.run.labels_dir, loop.iteration)
+        forget_rounds(self.run.ratings_dir, loop.iteration)
 
     def on_labels(self, iteration: int, answers: Answers) -> None:
         """Save one round's labels, with who gave each, when, and whether it was skipped (label NaN)."""
         batch = PreferenceDataset()
         batch.push(answers.pairs, answers.labels, answers.ids)
-        batch.save(self.folder / f"round_{iteration:04d}", annotator=answers.annotators, answered_at=answers.times,
+        batch.save(self.run.label_round(iteration), annotator=answers.annotators, answered_at=answers.times,
                    skipped=~answers.told)
 
     def on_ratings(self, iteration: int, ratings: Ratings) -> None:
         """Save one round's ratings (NaN: skipped), with who gave each and when."""
         batch = PreferenceDataset()  # any rating, a skipped one too: the rated dataset holds only 1..scale
         batch.push(ratings.clips, ratings.ratings, ratings.ids)
-        batch.save(self.ratings_folder / f"round_{iteration:04d}", annotator=ratings.annotators,
+        batch.save(self.run.rating_round(iteration), annotator=ratings.annotators,
                    answered_at=ratings.times, skipped=~ratings.told, scale=np.full(len(ratings.ids), ratings.scale))
 
 

@@ -10,6 +10,7 @@ import fcntl
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,19 @@ from rlhp.runs.reading import read_file
 HALF_WRITTEN = ".tmp"
 """Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
 
+ROUND_FILE = re.compile(r"round[-_](\d{4})(?:\.parquet)?")
+"""A round's file in a journal folder: ``round_0003`` (labels, ratings) or ``round-0003.parquet`` (trajectories);
+a half-written one (``round_0003.tmp``) does not match."""
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 """Addresses only this machine reaches: a run's annotation server listens there without a token."""
+
+
+def journal_rounds(folder: Path) -> dict[int, Path]:
+    """The complete round files of a journal folder (:data:`ROUND_FILE`), by round, oldest first; none when the
+    folder is missing."""
+    found = folder.iterdir() if folder.is_dir() else ()
+    return dict(sorted((int(m.group(1)), p) for p in found if (m := ROUND_FILE.fullmatch(p.name))))
 
 
 class RunLock:
@@ -111,6 +123,30 @@ class RunFolder:
     def ratings_dir(self) -> Path:
         """Every rating of a clip as it was gathered, before training on it: one dataset per round."""
         return self.path / "ratings"
+
+    def label_round(self, k: int) -> Path:
+        """Round ``k``'s labels as gathered: a preference dataset."""
+        return self.labels_dir / f"round_{k:04d}"
+
+    def rating_round(self, k: int) -> Path:
+        """Round ``k``'s ratings as gathered: a preference dataset of one fragment a row."""
+        return self.ratings_dir / f"round_{k:04d}"
+
+    def trajectory_shard(self, k: int) -> Path:
+        """Round ``k``'s sampled trajectories: one Parquet file of the trajectories dataset."""
+        return self.trajectories_dir / f"round-{k:04d}.parquet"
+
+    def label_rounds(self) -> dict[int, Path]:
+        """The complete rounds of labels, by round, oldest first."""
+        return journal_rounds(self.labels_dir)
+
+    def rating_rounds(self) -> dict[int, Path]:
+        """The complete rounds of ratings, by round, oldest first."""
+        return journal_rounds(self.ratings_dir)
+
+    def trajectory_shards(self) -> dict[int, Path]:
+        """The complete rounds of sampled trajectories, by round, oldest first."""
+        return journal_rounds(self.trajectories_dir)
 
     @property
     def media_dir(self) -> Path:

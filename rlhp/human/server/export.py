@@ -20,19 +20,17 @@ from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
-def journal_dataset(folder: Path) -> datasets.Dataset | None:
-    """Every row of a journal folder's rounds (``round_XXXX``), each with its round; None when it holds none."""
-    rounds = sorted(p for p in folder.glob("round_*") if p.is_dir()) if folder.is_dir() else []
+def journal_dataset(rounds: dict[int, Path]) -> datasets.Dataset | None:
+    """Every row of a journal's rounds (:meth:`RunFolder.label_rounds`), each with its round; None when none."""
     if not rounds:
         return None
-    parts = [load_saved(p) for p in rounds]
-    parts = [ds.add_column("round", [int(p.name[6:])] * len(ds)) for p, ds in zip(rounds, parts, strict=True)]
-    return datasets.concatenate_datasets(parts)
+    parts = {k: load_saved(p) for k, p in rounds.items()}
+    return datasets.concatenate_datasets([ds.add_column("round", [k] * len(ds)) for k, ds in parts.items()])
 
 
 def labels_dataset(run: RunFolder) -> datasets.Dataset:
     """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
-    ds = journal_dataset(run.labels_dir)
+    ds = journal_dataset(run.label_rounds())
     if ds is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
     return ds
@@ -61,7 +59,7 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     ``dest`` (``owner/name``); return where they went."""
     check_export_dest(dest)
     run = RunFolder(run_dir)
-    ds, rated = journal_dataset(run.labels_dir), journal_dataset(run.ratings_dir)
+    ds, rated = journal_dataset(run.label_rounds()), journal_dataset(run.rating_rounds())
     if ds is None and rated is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ and ratings/ folders are empty)")
     store = QueryStore(run.queries_db) if run.queries_db.is_file() else None
