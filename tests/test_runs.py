@@ -28,15 +28,16 @@ def test_new_keys_add_columns_and_earlier_rows_read_back_exactly(tmp_path):
 def test_a_run_folders_journals_list_their_complete_rounds_in_order(tmp_path):
     run = RunFolder(tmp_path)
     assert run.label_rounds() == run.rating_rounds() == run.trajectory_shards() == {}
-    for path in (run.label_round(10), run.label_round(2), run.rating_round(0)):
+    for path in (run.label_round(10), run.label_round(2), run.label_round(12345), run.rating_round(0)):
         path.mkdir(parents=True)
     (run.labels_dir / "round_0003.tmp").mkdir()  # half-written
     (run.labels_dir / "notes.txt").write_text("mine")
     run.trajectories_dir.mkdir()
     for name in ("README.md", "round-0001.parquet", "round-0004.parquet.tmp"):
         (run.trajectories_dir / name).write_text("")
-    assert run.label_rounds() == {2: tmp_path / "labels" / "round_0002", 10: tmp_path / "labels" / "round_0010"}
-    assert list(run.label_rounds()) == [2, 10]
+    assert run.label_rounds() == {2: tmp_path / "labels" / "round_0002", 10: tmp_path / "labels" / "round_0010",
+                                  12345: tmp_path / "labels" / "round_12345"}
+    assert list(run.label_rounds()) == [2, 10, 12345]
     assert run.rating_rounds() == {0: tmp_path / "ratings" / "round_0000"}
     assert run.trajectory_shards() == {1: tmp_path / "trajectories" / "round-0001.parquet"}
 

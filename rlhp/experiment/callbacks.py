@@ -21,7 +21,7 @@ from rlhp.experiment.checkpoints import RunRecord, prune_checkpoints, save_check
 from rlhp.feedback import Answers, Ratings
 from rlhp.loop import Callback, Loop, RoundResult
 from rlhp.runs import MetricsCSV, RunFolder
-from rlhp.runs.folder import HALF_WRITTEN
+from rlhp.runs.folder import HALF_WRITTEN, ROUND_FILE
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def forget_rounds(folder: Path, rounds: int) -> None:
     """Delete what ``folder`` holds for rounds ``rounds`` and later: ``round-XXXX.parquet`` files and
     ``round_XXXX/`` datasets, half-written ones included."""
     for path in folder.glob("round[-_]*"):
-        if int(path.name[6:10]) < rounds:
+        if (m := ROUND_FILE.match(path.name)) is None or int(m.group(1)) < rounds:
             continue
         if path.is_dir():
             shutil.rmtree(path)

@@ -23,9 +23,9 @@ from rlhp.runs.reading import read_file
 HALF_WRITTEN = ".tmp"
 """Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
 
-ROUND_FILE = re.compile(r"round[-_](\d{4})(?:\.parquet)?")
+ROUND_FILE = re.compile(r"round[-_](\d{4,})(?:\.parquet)?")
 """A round's file in a journal folder: ``round_0003`` (labels, ratings) or ``round-0003.parquet`` (trajectories);
-a half-written one (``round_0003.tmp``) does not match."""
+a half-written one (``round_0003.tmp``) matches at its start alone, never whole."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 """Addresses only this machine reaches: a run's annotation server listens there without a token."""
