@@ -214,11 +214,15 @@ def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[s
             label = f"rlhp {method} ({len(by_seed)})"
             line, = ax.plot(x, mean, label=label)
             if len(by_seed) > 1:
-                ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+                # A success rate's band stops at 0 and 100%, where few seeds' t-interval would not.
+                low, high = (0, 100) if success else (-np.inf, np.inf)
+                ax.fill_between(x, np.clip(mean - half, low, high), np.clip(mean + half, low, high),
+                                color=line.get_color(), alpha=0.2)
             drawn[task][label] = mean
         for name, style in zip(DRAWN, ["--", ":"]):
             ax.axhline(PUBLISHED[task][1][METHODS.index(name)], color="grey", linestyle=style,
                        label=f"{name}, published")
+        ax.xaxis.set_major_formatter(lambda steps, _: f"{steps / 1000:g}k")  # full numbers ran into each other
         ax.set(title=task, xlabel="agent steps",
                ylabel="success rate of training episodes, %" if success else "return of training episodes")
         ax.grid(alpha=0.3)
