@@ -94,23 +94,23 @@ class TrajectoryWriter(Callback):
     folder loads as a dataset (``trajectories=dataset trajectories.path=<run>/trajectories``)."""
 
     def __init__(self, run: RunFolder, env: GymEnv) -> None:
-        self.run, self.folder = run, run.trajectories_dir
+        self.run = run
         self.spaces = dict(zip(("observation_space", "action_space"), env.spaces()))
         self.metadata = {"env_id": env.id, "policy": {"name": "rlhp-train agent", "source": str(run.path)}}
 
     def start(self, loop: Loop) -> None:
         """Delete the shards of rounds after the checkpoint."""
-        forget_rounds(self.folder, loop.iteration)
+        forget_rounds(self.run.trajectories_dir, loop.iteration)
 
     def __call__(self, loop: Loop, result: RoundResult) -> None:
         """Write the round's shard (and the card, once)."""
         if not result.sampled:
             return
         ds = trajectories_to_dataset(result.sampled, metadata=self.metadata, **self.spaces)
-        if not (self.folder / "README.md").exists():
-            self.folder.mkdir(parents=True, exist_ok=True)
+        if not (self.run.trajectories_dir / "README.md").exists():
+            self.run.trajectories_dir.mkdir(parents=True, exist_ok=True)
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
-            trajectories_card(meta).save(self.folder / "README.md")
+            trajectories_card(meta).save(self.run.trajectories_dir / "README.md")
         shard = self.run.trajectory_shard(result.iteration)
         tmp = shard.with_name(shard.name + HALF_WRITTEN)
         ds.to_parquet(str(tmp))
