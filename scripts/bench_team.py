@@ -21,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-import datasets
 import numpy as np
 from bench_suite import BIN, cell
 from docblock import add_run_options, show
 
+from rlhp.data.hf import load_saved
 from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.human.store import QueryStore
 from rlhp.report.folders import Run, find_runs
@@ -66,8 +66,8 @@ def run_team(folder: Path, overrides: list[str], with_random: bool, pause_s: flo
 
 def trained_from_random(run: RunFolder) -> float:
     """The share of the labels the run trained on that the random annotator gave."""
-    names = [n for p in run.label_rounds().values()
-             for joined in datasets.load_from_disk(str(p))["annotator"] for n in joined.split(",")]
+    names = [n for p in run.label_journal.rounds().values()
+             for joined in load_saved(p)["annotator"] for n in joined.split(",")]
     return sum(n == RANDOM for n in names) / max(1, len(names))
 
 

@@ -49,7 +49,7 @@ def overridden(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 def label_rounds(folder: RunFolder) -> dict[int, Path]:
     """The run's labelled rounds, by round."""
-    rounds = folder.label_rounds()
+    rounds = folder.label_journal.rounds()
     if not rounds:
         raise SystemExit(f"{str(folder.labels_dir)!r} holds no round of labels (labels/round_XXXX): is "
                          f"{str(folder.path)!r} a run of rlhp-train with its labels callback?")
@@ -59,7 +59,7 @@ def label_rounds(folder: RunFolder) -> dict[int, Path]:
 def sampled(folder: RunFolder, rounds: list[int]) -> tuple[dict[int, list[Trajectory]], dict]:
     """The episodes each of ``rounds`` sampled (those the run kept), and the dataset card's metadata."""
     episodes, meta = {}, {}
-    for k, shard in folder.trajectory_shards().items():
+    for k, shard in folder.trajectory_journal.rounds().items():
         if k in rounds:
             episodes[k], meta = open_trajectories(shard)
     if not episodes or "observation_space" not in meta:

@@ -367,7 +367,7 @@ def test_labels_export_to_a_folder_and_a_hub_dataset_repo(tmp_path):
         labels = np.array([1.0, np.nan] if round_ == 0 else [0.5], np.float32)
         batch = PreferenceDataset()
         batch.push(random_pairs(len(labels), 3), labels, np.arange(len(labels)) + 10 * round_)
-        batch.save(run.label_round(round_), annotator=people, answered_at=np.ones(len(labels)),
+        batch.save(run.label_journal.round(round_), annotator=people, answered_at=np.ones(len(labels)),
                    skipped=np.isnan(labels))
     (run.labels_dir / "round_0002.tmp").mkdir()  # a round whose writing a crash cut off: not exported
     (run.labels_dir / "round_0002.tmp" / "data-00000-of-00001.arrow").write_bytes(b"\0half")

@@ -25,21 +25,29 @@ def test_new_keys_add_columns_and_earlier_rows_read_back_exactly(tmp_path):
                                                       "true_return_mean": ""}
 
 
-def test_a_run_folders_journals_list_their_complete_rounds_in_order(tmp_path):
+def test_a_run_folders_journals_list_their_complete_rounds_in_order_and_forget_the_later_ones(tmp_path):
     run = RunFolder(tmp_path)
-    assert run.label_rounds() == run.rating_rounds() == run.trajectory_shards() == {}
-    for path in (run.label_round(10), run.label_round(2), run.label_round(12345), run.rating_round(0)):
+    labels, ratings, shards = run.label_journal, run.rating_journal, run.trajectory_journal
+    assert labels.rounds() == ratings.rounds() == shards.rounds() == {}
+    labels.forget(0)  # no folder yet: nothing to forget
+    for path in (labels.round(10), labels.round(2), labels.round(12345), ratings.round(0)):
         path.mkdir(parents=True)
     (run.labels_dir / "round_0003.tmp").mkdir()  # half-written
+    (run.labels_dir / "round-0004.parquet").write_text("")  # another journal's name
     (run.labels_dir / "notes.txt").write_text("mine")
     run.trajectories_dir.mkdir()
-    for name in ("README.md", "round-0001.parquet", "round-0004.parquet.tmp"):
+    for name in ("README.md", "round-0001.parquet", "round-0004.parquet.tmp", "round_0005"):
         (run.trajectories_dir / name).write_text("")
-    assert run.label_rounds() == {2: tmp_path / "labels" / "round_0002", 10: tmp_path / "labels" / "round_0010",
-                                  12345: tmp_path / "labels" / "round_12345"}
-    assert list(run.label_rounds()) == [2, 10, 12345]
-    assert run.rating_rounds() == {0: tmp_path / "ratings" / "round_0000"}
-    assert run.trajectory_shards() == {1: tmp_path / "trajectories" / "round-0001.parquet"}
+    assert labels.rounds() == {2: tmp_path / "labels" / "round_0002", 10: tmp_path / "labels" / "round_0010",
+                               12345: tmp_path / "labels" / "round_12345"}
+    assert list(labels.rounds()) == [2, 10, 12345]
+    assert ratings.rounds() == {0: tmp_path / "ratings" / "round_0000"}
+    assert shards.rounds() == {1: tmp_path / "trajectories" / "round-0001.parquet"}
+    labels.forget(3)
+    assert sorted(p.name for p in run.labels_dir.iterdir()) == ["notes.txt", "round-0004.parquet", "round_0002"]
+    shards.forget(2)
+    assert sorted(p.name for p in run.trajectories_dir.iterdir()) == ["README.md", "round-0001.parquet",
+                                                                      "round_0005"]
 
 
 def test_a_run_folder_reads_without_importing_the_loop(tmp_path):

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -21,7 +19,7 @@ from rlhp.experiment.checkpoints import RunRecord, prune_checkpoints, save_check
 from rlhp.feedback import Answers, Ratings
 from rlhp.loop import Callback, Loop, RoundResult
 from rlhp.runs import MetricsCSV, RunFolder
-from rlhp.runs.folder import HALF_WRITTEN, ROUND_FILE
+from rlhp.runs.folder import HALF_WRITTEN
 
 log = logging.getLogger(__name__)
 
@@ -76,18 +74,6 @@ class MetricsWriter(Callback):
         self.csv.append(result.metrics)
 
 
-def forget_rounds(folder: Path, rounds: int) -> None:
-    """Delete what ``folder`` holds for rounds ``rounds`` and later: ``round-XXXX.parquet`` files and
-    ``round_XXXX/`` datasets, half-written ones included."""
-    for path in folder.glob("round[-_]*"):
-        if (m := ROUND_FILE.match(path.name)) is None or int(m.group(1)) < rounds:
-            continue
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
 class TrajectoryWriter(Callback):
     """Appends each round's sampled trajectories to ``trajectories/`` as one new Parquet file
     (``round-XXXX.parquet``, never rewritten), beside a dataset card with the spaces and env, so the
@@ -100,7 +86,7 @@ class TrajectoryWriter(Callback):
 
     def start(self, loop: Loop) -> None:
         """Delete the shards of rounds after the checkpoint."""
-        forget_rounds(self.run.trajectories_dir, loop.iteration)
+        self.run.trajectory_journal.forget(loop.iteration)
 
     def __call__(self, loop: Loop, result: RoundResult) -> None:
         """Write the round's shard (and the card, once)."""
@@ -111,7 +97,7 @@ class TrajectoryWriter(Callback):
             self.run.trajectories_dir.mkdir(parents=True, exist_ok=True)
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
             trajectories_card(meta).save(self.run.trajectories_dir / "README.md")
-        shard = self.run.trajectory_shard(result.iteration)
+        shard = self.run.trajectory_journal.round(result.iteration)
         tmp = shard.with_name(shard.name + HALF_WRITTEN)
         ds.to_parquet(str(tmp))
         os.replace(tmp, shard)
@@ -127,21 +113,21 @@ class LabelJournal(Callback):
 
     def start(self, loop: Loop) -> None:
         """Delete the labels of rounds after the checkpoint (the resumed run gathers them again)."""
-        forget_rounds(self.run.labels_dir, loop.iteration)
-        forget_rounds(self.run.ratings_dir, loop.iteration)
+        self.run.label_journal.forget(loop.iteration)
+        self.run.rating_journal.forget(loop.iteration)
 
     def on_labels(self, iteration: int, answers: Answers) -> None:
         """Save one round's labels, with who gave each, when, and whether it was skipped (label NaN)."""
         batch = PreferenceDataset()
         batch.push(answers.pairs, answers.labels, answers.ids)
-        batch.save(self.run.label_round(iteration), annotator=answers.annotators, answered_at=answers.times,
+        batch.save(self.run.label_journal.round(iteration), annotator=answers.annotators, answered_at=answers.times,
                    skipped=~answers.told)
 
     def on_ratings(self, iteration: int, ratings: Ratings) -> None:
         """Save one round's ratings (NaN: skipped), with who gave each and when."""
         batch = PreferenceDataset()  # any rating, a skipped one too: the rated dataset holds only 1..scale
         batch.push(ratings.clips, ratings.ratings, ratings.ids)
-        batch.save(self.run.rating_round(iteration), annotator=ratings.annotators,
+        batch.save(self.run.rating_journal.round(iteration), annotator=ratings.annotators,
                    answered_at=ratings.times, skipped=~ratings.told, scale=np.full(len(ratings.ids), ratings.scale))
 
 

@@ -11,6 +11,9 @@ import json
 import math
 import os
 import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +26,46 @@ from rlhp.runs.reading import read_file
 HALF_WRITTEN = ".tmp"
 """Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
 
-ROUND_FILE = re.compile(r"round[-_](\d{4,})(?:\.parquet)?")
-"""A round's file in a journal folder: ``round_0003`` (labels, ratings) or ``round-0003.parquet`` (trajectories);
-a half-written one (``round_0003.tmp``) matches at its start alone, never whole."""
-
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 """Addresses only this machine reaches: a run's annotation server listens there without a token."""
 
 
-def journal_rounds(folder: Path) -> dict[int, Path]:
-    """The complete round files of a journal folder (:data:`ROUND_FILE`), by round, oldest first; none when the
-    folder is missing."""
-    found = folder.iterdir() if folder.is_dir() else ()
-    return dict(sorted((int(m.group(1)), p) for p in found if (m := ROUND_FILE.fullmatch(p.name))))
+@dataclass(frozen=True)
+class Journal:
+    """A folder of one file per round, each written once (under a half-written name first, then renamed) and read
+    in round order: a run's labels, ratings or sampled trajectories. Its names are ``<prefix><round><suffix>``,
+    the round in at least four digits (``round_0003``, ``round-0003.parquet``)."""
+
+    folder: Path
+    prefix: str
+    suffix: str = ""
+
+    def round(self, k: int) -> Path:
+        """Round ``k``'s file."""
+        return self.folder / f"{self.prefix}{k:04d}{self.suffix}"
+
+    def rounds(self) -> dict[int, Path]:
+        """The complete rounds' files, by round, oldest first (a half-written one left out); none when the folder
+        is missing."""
+        return dict(sorted((k, path) for k, path in self._numbered() if path == self.round(k)))
+
+    def forget(self, first: int) -> None:
+        """Delete the files of round ``first`` and later, half-written ones included (a resumed run writes them
+        again)."""
+        for k, path in self._numbered():
+            if k < first:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+    def _numbered(self) -> Iterator[tuple[int, Path]]:
+        """Every file named as a round's, with its round: complete or half-written."""
+        digits = re.compile(f"{re.escape(self.prefix)}(\\d{{4,}})")
+        for path in self.folder.glob(f"{self.prefix}*"):
+            if m := digits.match(path.name):
+                yield int(m.group(1)), path
 
 
 class RunLock:
@@ -124,29 +154,21 @@ class RunFolder:
         """Every rating of a clip as it was gathered, before training on it: one dataset per round."""
         return self.path / "ratings"
 
-    def label_round(self, k: int) -> Path:
-        """Round ``k``'s labels as gathered: a preference dataset."""
-        return self.labels_dir / f"round_{k:04d}"
+    @property
+    def label_journal(self) -> Journal:
+        """Each round's labels as gathered (``labels/round_XXXX``): a preference dataset a round."""
+        return Journal(self.labels_dir, "round_")
 
-    def rating_round(self, k: int) -> Path:
-        """Round ``k``'s ratings as gathered: a preference dataset of one fragment a row."""
-        return self.ratings_dir / f"round_{k:04d}"
+    @property
+    def rating_journal(self) -> Journal:
+        """Each round's ratings as gathered (``ratings/round_XXXX``): a preference dataset of one fragment a row."""
+        return Journal(self.ratings_dir, "round_")
 
-    def trajectory_shard(self, k: int) -> Path:
-        """Round ``k``'s sampled trajectories: one Parquet file of the trajectories dataset."""
-        return self.trajectories_dir / f"round-{k:04d}.parquet"
-
-    def label_rounds(self) -> dict[int, Path]:
-        """The complete rounds of labels, by round, oldest first."""
-        return journal_rounds(self.labels_dir)
-
-    def rating_rounds(self) -> dict[int, Path]:
-        """The complete rounds of ratings, by round, oldest first."""
-        return journal_rounds(self.ratings_dir)
-
-    def trajectory_shards(self) -> dict[int, Path]:
-        """The complete rounds of sampled trajectories, by round, oldest first."""
-        return journal_rounds(self.trajectories_dir)
+    @property
+    def trajectory_journal(self) -> Journal:
+        """Each round's sampled trajectories (``trajectories/round-XXXX.parquet``): one Parquet file of the
+        trajectories dataset."""
+        return Journal(self.trajectories_dir, "round-", ".parquet")
 
     @property
     def media_dir(self) -> Path:

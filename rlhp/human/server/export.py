@@ -21,7 +21,7 @@ from rlhp.runs import RunFolder
 
 
 def journal_dataset(rounds: dict[int, Path]) -> datasets.Dataset | None:
-    """Every row of a journal's rounds (:meth:`RunFolder.label_rounds`), each with its round; None when none."""
+    """Every row of a journal's rounds (:meth:`Journal.rounds`), each with its round; None when none."""
     if not rounds:
         return None
     parts = {k: load_saved(p) for k, p in rounds.items()}
@@ -30,7 +30,7 @@ def journal_dataset(rounds: dict[int, Path]) -> datasets.Dataset | None:
 
 def labels_dataset(run: RunFolder) -> datasets.Dataset:
     """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
-    ds = journal_dataset(run.label_rounds())
+    ds = journal_dataset(run.label_journal.rounds())
     if ds is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
     return ds
@@ -59,7 +59,7 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     ``dest`` (``owner/name``); return where they went."""
     check_export_dest(dest)
     run = RunFolder(run_dir)
-    ds, rated = journal_dataset(run.label_rounds()), journal_dataset(run.rating_rounds())
+    ds, rated = journal_dataset(run.label_journal.rounds()), journal_dataset(run.rating_journal.rounds())
     if ds is None and rated is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ and ratings/ folders are empty)")
     store = QueryStore(run.queries_db) if run.queries_db.is_file() else None
