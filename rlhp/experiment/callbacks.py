@@ -93,10 +93,11 @@ class TrajectoryWriter(Callback):
         if not result.sampled:
             return
         ds = trajectories_to_dataset(result.sampled, metadata=self.metadata, **self.spaces)
-        if not (self.run.trajectories_dir / "README.md").exists():
-            self.run.trajectories_dir.mkdir(parents=True, exist_ok=True)
+        card = self.run.trajectories_dir / "README.md"
+        if not card.exists():
+            card.parent.mkdir(parents=True, exist_ok=True)
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
-            trajectories_card(meta).save(self.run.trajectories_dir / "README.md")
+            trajectories_card(meta).save(card)
         shard = self.run.trajectory_journal.round(result.iteration)
         tmp = shard.with_name(shard.name + HALF_WRITTEN)
         ds.to_parquet(str(tmp))
