@@ -198,6 +198,8 @@ def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[s
     tasks = [t for t in PUBLISHED if any(r["task"] == t for r in curves)]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), dpi=110, squeeze=False)
     drawn = {}
+    # One colour a line on every panel: a method missing from a panel would shift the cycle's colours there.
+    colours = dict(zip([*methods, CEILING], plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for ax, task in zip(axes[0], tasks):
         success = any(r["success_rate"] for r in curves if r["task"] == task)
         drawn[task] = {}
@@ -212,7 +214,7 @@ def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[s
             x = np.array([[int(r["timesteps"]) for r in seed[:n]] for seed in by_seed.values()]).mean(0)
             mean, half = mean_ci(np.array([[value(r, success) for r in seed[:n]] for seed in by_seed.values()]))
             label = f"rlhp {method} ({len(by_seed)})"
-            line, = ax.plot(x, mean, label=label)
+            line, = ax.plot(x, mean, label=label, color=colours[method])
             if len(by_seed) > 1:
                 # A success rate's band stops at 0 and 100%, where few seeds' t-interval would not.
                 low, high = (0, 100) if success else (-np.inf, np.inf)

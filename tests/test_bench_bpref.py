@@ -115,6 +115,21 @@ def test_the_curves_average_the_seeds_at_the_largest_budget_and_meta_world_draws
     assert drawn["door_open"]["rlhp pebble (1)"][0] == 25.0 and np.isnan(drawn["door_open"]["rlhp pebble (1)"][1])
 
 
+def test_a_line_keeps_its_colour_on_every_panel_whatever_a_panel_lacks(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr("matplotlib.pyplot.close", figures.append)  # keep the figure to read its lines
+    curves = [point(0, 10, 100.0), point(0, 10, 200.0, method="qpa"), point(0, 10, 900.0, method="ceiling"),
+              point(0, 10, 1.0, task="door_open", success="0.5", method="qpa"),  # door: no pebble
+              point(0, 10, 2.0, task="door_open", success="1.0", method="ceiling")]
+    plot(curves, ["pebble", "qpa"], tmp_path / "curves.png")
+    colours = {}
+    for ax in figures[0].axes:
+        for line in ax.get_lines():
+            colours.setdefault(line.get_label().split(" (")[0], set()).add(line.get_color())
+    ours = [colours.pop(f"rlhp {m}") for m in ("pebble", "qpa", "ceiling")]
+    assert all(len(c) == 1 for c in ours) and len(set.union(*ours)) == 3, ours  # one each, none shared
+
+
 def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     ledger = tmp_path / "runs.csv"
     write_ledger(ledger, [row(ret=400.0), row(seed=1, ret=500.0), row(method="ceiling", ret=900.0),
