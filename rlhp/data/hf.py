@@ -9,7 +9,6 @@ dataset's metadata.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from rlhp.data.frames import stacks
 from rlhp.data.spaces import space_from_json, space_to_json
 from rlhp.data.trajectory import Nested, Trajectory
 from rlhp.errors import DataError
+from rlhp.files import written_whole
 
 _META_KEY = "rlhp"
 
@@ -129,12 +129,8 @@ def save_trajectories(trajectories: list[Trajectory], path: str | Path, **kwargs
 
 def save_dataset(ds: datasets.Dataset, path: str | Path) -> None:
     """``save_to_disk`` into a temporary folder, then swap it in: a crash never leaves half a dataset."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    ds.save_to_disk(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
+    with written_whole(Path(path)) as tmp:
+        ds.save_to_disk(str(tmp))
 
 
 def load_saved(path: str | Path) -> datasets.Dataset | datasets.DatasetDict:

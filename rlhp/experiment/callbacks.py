@@ -6,7 +6,6 @@ wrote: the resumed run writes it again, identically."""
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -17,9 +16,9 @@ from rlhp.data.hub import trajectories_card
 from rlhp.envs import GymEnv
 from rlhp.experiment.checkpoints import RunRecord, prune_checkpoints, save_checkpoint
 from rlhp.feedback import Answers, Ratings
+from rlhp.files import written_whole
 from rlhp.loop import Callback, Loop, RoundResult
 from rlhp.runs import MetricsCSV, RunFolder
-from rlhp.runs.folder import HALF_WRITTEN
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +98,8 @@ class TrajectoryWriter(Callback):
             meta = {k: v for k, v in dataset_metadata(ds).items() if k != "summary"}  # the card outlives a round
             trajectories_card(meta).save(card)
         shard = self.run.trajectory_journal.round(result.iteration)
-        tmp = shard.with_name(shard.name + HALF_WRITTEN)
-        ds.to_parquet(str(tmp))
-        os.replace(tmp, shard)
+        with written_whole(shard) as tmp:
+            ds.to_parquet(str(tmp))
 
 
 class LabelJournal(Callback):

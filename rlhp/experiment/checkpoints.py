@@ -32,7 +32,6 @@ import hashlib
 import importlib
 import json
 import logging
-import os
 import pickle
 import random
 import shutil
@@ -49,9 +48,9 @@ from omegaconf import DictConfig, OmegaConf
 from rlhp.data.torch_files import save_torch
 from rlhp.errors import DataError, RlhpError
 from rlhp.experiment.stops import interrupts_held
+from rlhp.files import written_whole
 from rlhp.loop import Loop
 from rlhp.runs import RunFolder
-from rlhp.runs.folder import HALF_WRITTEN
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +107,8 @@ class _Chunks:
         for i, name in enumerate(hashes):
             path = self.folder / name
             if not path.exists():
-                tmp = path.with_name(name + HALF_WRITTEN)
-                tmp.write_bytes(data[i * CHUNK:(i + 1) * CHUNK])
-                os.replace(tmp, path)
+                with written_whole(path) as tmp:
+                    tmp.write_bytes(data[i * CHUNK:(i + 1) * CHUNK])
                 self.written += min(CHUNK, len(data) - i * CHUNK)
         self.used += hashes
         return _from_chunks, (array.dtype.str, array.shape, hashes)
@@ -197,25 +195,22 @@ def save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) ->
 
 def _save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -> Path:
     path = run.checkpoint(name)
-    tmp = path.with_name(name + HALF_WRITTEN)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    counters = loop.save(tmp)
-    (tmp / "state.json").write_text(json.dumps(counters, indent=1))
-    (tmp / "config.yaml").write_text(record.config_yaml)
-    (tmp / "overrides.yaml").write_text(record.overrides_yaml)
-    chunks = _Chunks(run.chunks_dir, loop.derived_arrays())
-    token = _STORE.set(chunks)
-    try:
-        save_torch({"format": FORMAT, "loop": loop, "random": global_random_state(),
-                    "record": _digest(record.config_yaml, record.overrides_yaml)}, tmp / "resume.pt",
-                    pickle_module=_chunking)
-    finally:
-        _STORE.reset(token)
-    (tmp / "chunks.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
-    if path.exists():  # the same round written again after a resume: the new copy replaces it
-        shutil.rmtree(path)
-    os.replace(tmp, path)
+    # The same round written again after a resume: the new copy replaces the old.
+    with written_whole(path) as tmp:
+        tmp.mkdir(parents=True)
+        counters = loop.save(tmp)
+        (tmp / "state.json").write_text(json.dumps(counters, indent=1))
+        (tmp / "config.yaml").write_text(record.config_yaml)
+        (tmp / "overrides.yaml").write_text(record.overrides_yaml)
+        chunks = _Chunks(run.chunks_dir, loop.derived_arrays())
+        token = _STORE.set(chunks)
+        try:
+            save_torch({"format": FORMAT, "loop": loop, "random": global_random_state(),
+                        "record": _digest(record.config_yaml, record.overrides_yaml)}, tmp / "resume.pt",
+                        pickle_module=_chunking)
+        finally:
+            _STORE.reset(token)
+        (tmp / "chunks.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
     return path
 
 

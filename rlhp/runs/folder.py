@@ -20,11 +20,9 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rlhp.errors import DataError, RunError
+from rlhp.files import HALF_WRITTEN, written_whole
 from rlhp.runs.metrics import read_metrics
 from rlhp.runs.reading import read_file
-
-HALF_WRITTEN = ".tmp"
-"""Suffix of a checkpoint being written; it is renamed to its real name only once complete."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 """Addresses only this machine reaches: a run's annotation server listens there without a token."""
@@ -281,6 +279,5 @@ def write_json(path: Path, values: dict[str, Any]) -> None:
             return None
         return value
 
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(clean(values), indent=2, allow_nan=False))
-    tmp.replace(path)
+    with written_whole(path) as tmp:
+        tmp.write_text(json.dumps(clean(values), indent=2, allow_nan=False))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from rlhp.errors import DataError
+from rlhp.files import written_whole
 from rlhp.runs.reading import read_file
 
 
@@ -52,12 +52,10 @@ class MetricsCSV:
         if self.path.exists():
             with self.path.open(newline="") as f:
                 rows = [row for row in csv.DictReader(f) if keep(row)]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("w", newline="") as f:
+        with written_whole(self.path) as tmp, tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, self.columns)
             writer.writeheader()
             writer.writerows(rows)  # the text as written: a widened file reads back exactly
-        os.replace(tmp, self.path)
 
 
 def _round(row: dict[str, str]) -> float:

@@ -18,10 +18,12 @@ from rlhp.data.label_files import LabelFormat, SegmentLabels, flat_starts, write
 from rlhp.errors import ConfigError, DataError
 from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
+from rlhp.runs.folder import Journal
 
 
-def journal_dataset(rounds: dict[int, Path]) -> datasets.Dataset | None:
-    """Every row of a journal's rounds (:meth:`Journal.rounds`), each with its round; None when none."""
+def journal_dataset(journal: Journal) -> datasets.Dataset | None:
+    """Every row of a journal's complete rounds, each with its round; None when it has none."""
+    rounds = journal.rounds()
     if not rounds:
         return None
     parts = {k: load_saved(p) for k, p in rounds.items()}
@@ -30,7 +32,7 @@ def journal_dataset(rounds: dict[int, Path]) -> datasets.Dataset | None:
 
 def labels_dataset(run: RunFolder) -> datasets.Dataset:
     """Every label the run's label journal holds (``labels/round_XXXX``), one row per query, with its round."""
-    ds = journal_dataset(run.label_journal.rounds())
+    ds = journal_dataset(run.label_journal)
     if ds is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ folder is empty)")
     return ds
@@ -59,7 +61,7 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     ``dest`` (``owner/name``); return where they went."""
     check_export_dest(dest)
     run = RunFolder(run_dir)
-    ds, rated = journal_dataset(run.label_journal.rounds()), journal_dataset(run.rating_journal.rounds())
+    ds, rated = journal_dataset(run.label_journal), journal_dataset(run.rating_journal)
     if ds is None and rated is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ and ratings/ folders are empty)")
     store = QueryStore(run.queries_db) if run.queries_db.is_file() else None

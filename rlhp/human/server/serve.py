@@ -14,6 +14,7 @@ from types import FrameType
 import uvicorn
 
 from rlhp.errors import ConfigError, NetworkError
+from rlhp.files import written_whole
 from rlhp.human.server.app import create_app
 from rlhp.runs import RunFolder
 from rlhp.runs.folder import LOOPBACK
@@ -55,10 +56,9 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, token:
     def announce() -> None:
         while not server.started and not server.should_exit:
             time.sleep(0.02)
-        tmp = run.annotate_json.with_name(run.annotate_json.name + ".tmp")
-        tmp.write_text(json.dumps({"url": url, "host": host, "port": port, "pid": os.getpid()}))
-        os.chmod(tmp, 0o600)  # the URL may carry the token
-        tmp.replace(run.annotate_json)
+        with written_whole(run.annotate_json) as tmp:
+            tmp.write_text(json.dumps({"url": url, "host": host, "port": port, "pid": os.getpid()}))
+            os.chmod(tmp, 0o600)  # the URL may carry the token
         print(f"labelling page: {url}", flush=True)
         while parent is not None and not server.should_exit:
             if os.getppid() != parent:  # the trainer is gone, however it ended
