@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import timeit
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,13 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-torchinductor"))
 # Tests that train SB3's agents directly get its default logger, which makes an empty tempdir/SB3-<time> folder a run.
 os.environ.setdefault("SB3_LOGDIR", str(Path(tempfile.gettempdir()) / "rlhp-tests-sb3"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The machine's speed under the suite's time, measured once the tests are done: the same suite's time has
+    differed nearly threefold between machines (docs/testing.md, "The suite's time")."""
+    took = min(timeit.repeat("sum(range(1_000_000))", number=1, repeat=5))
+    terminalreporter.write_line(f"machine speed: sum(range(10**6)) in {took * 1e3:.1f} ms on one core")
 
 
 @pytest.fixture(scope="session", autouse=True)
