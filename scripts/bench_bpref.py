@@ -91,6 +91,12 @@ def protocol(task: str, overrides: list[str]) -> DictConfig:
         return compose("train", [f"experiment=bpref/{task}", *overrides])
 
 
+def ledger_name(method: str, variant: str) -> str:
+    """The name a run of ``method`` is recorded under: ``<method>+<variant>`` for runs that ``--override`` changed,
+    so that they never replace the rows of the method as its config stands."""
+    return f"{method}+{variant}" if variant else method
+
+
 def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
     """A finished run as a ledger row (``method`` is ``ceiling`` for the agent on the task's own reward)."""
     last = run.rows[-1]
@@ -251,8 +257,16 @@ def main() -> None:
                         help="where the runs ran, recorded with each (default: this machine)")
     parser.add_argument("--plot", type=Path, default=None,
                         help="draw the recorded runs' learning curves into this PNG (linked from the table)")
+    parser.add_argument("--variant", default="",
+                        help="what --override changes, in a word: runs are recorded as <method>+VARIANT (the ceiling "
+                             "as ceiling+VARIANT); needed with --override and --tasks")
     add_run_options(parser, "outputs/bench_bpref", "bench_bpref")
     args = parser.parse_args()
+    if args.tasks and args.override and not args.variant:
+        parser.error("--override changes the runs, so name the change with --variant: they would be recorded as the "
+                     "plain methods' runs and replace their rows in the ledger")
+    if not set(args.variant) <= set("abcdefghijklmnopqrstuvwxyz0123456789_-."):
+        parser.error(f"--variant takes lower-case letters, digits, '_', '-' and '.', got {args.variant!r}")
     ceiling_seeds = args.seeds if args.ceiling_seeds is None else args.ceiling_seeds
     new, new_rounds = [], []
     for task in args.tasks:
@@ -263,8 +277,9 @@ def main() -> None:
                                            (CEILING, ["reward_learning=none"], ceiling_seeds)]:
             if n:
                 runs = sweep(args.root / task / method, [*base, *sweep_overrides, seeds(n)], args.jobs)
-                new += [record(task, method, run, args.machine) for run in runs]
-                new_rounds += [r for run in runs for r in rounds(task, method, run)]
+                name = ledger_name(method, args.variant)
+                new += [record(task, name, run, args.machine) for run in runs]
+                new_rounds += [r for run in runs for r in rounds(task, name, run)]
     ledger = merge(read_ledger(args.ledger), new)
     curves_path = args.ledger.with_name(CURVES)
     curves = merge(read_ledger(curves_path, CURVE_FIELDS), new_rounds)

@@ -21,6 +21,7 @@ from bench_bpref import (  # noqa: E402
     PUBLISHED,
     TARGETS,
     first_steps,
+    ledger_name,
     merge,
     plot,
     protocol,
@@ -66,6 +67,21 @@ def test_a_run_recorded_again_replaces_its_row_and_the_ledger_round_trips(tmp_pa
     (tmp_path / "other.csv").write_text("task,score\nwalker_walk,1\n")
     with pytest.raises(SystemExit, match="not a ledger of B-Pref runs"):
         read_ledger(tmp_path / "other.csv")
+
+
+def test_overridden_runs_are_recorded_under_a_name_of_their_own_and_never_replace_the_methods_rows(tmp_path):
+    ledger = tmp_path / "runs.csv"
+    write_ledger(ledger, [row(ret=1.0)])
+    script = [sys.executable, str(SCRIPTS / "bench_bpref.py"), "--tasks", "window_open", "--ledger", str(ledger),
+              "--root", str(tmp_path / "runs"), "--override", "query_schedule.rounds=19"]
+    refused = subprocess.run(script, capture_output=True, text=True)
+    assert refused.returncode == 2 and "name the change with --variant" in refused.stderr
+    assert not (tmp_path / "runs").exists() and [r["return"] for r in read_ledger(ledger)] == ["1.0"]
+    odd = subprocess.run([*script, "--variant", "Spread 20"], capture_output=True, text=True)
+    assert odd.returncode == 2 and "--variant takes lower-case letters" in odd.stderr
+    assert merge([row(ret=1.0)], [row(method=ledger_name("pebble", "spread20"), ret=9.0)]) == [
+        row(ret=1.0), row(method="pebble+spread20", ret=9.0)]
+    assert ledger_name("pebble", "") == "pebble"
 
 
 def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
