@@ -87,6 +87,7 @@ OPTION_NEEDS = {
     ("reward_net", "cnn"): ["env=minatar"],  # image observations
     ("task", "backflip"): ["env=gym", "env.id=Hopper-v5", "agent=sac"],  # a MuJoCo body that can turn
     ("method", "qpa"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],  # its hybrid replay: an off-policy agent
+    ("method", "qpa_dmc"): ["env=gym", "env.id=Pendulum-v1", "agent=sac", "fragment_length=20"],  # crops of 5-15 short
     ("method", "qpa_metaworld"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],
     # A warm start learns from the pre-training: a 500-step episode on each of debug=fast's 4 env copies.
     ("reward_trainer/warm_start", "intrinsic"): ["trajectories.unsupervised_steps=2048"],

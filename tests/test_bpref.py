@@ -43,18 +43,25 @@ def test_each_task_queries_its_budget_in_b_prefs_batches_then_stops(task):
     assert cfg.gatherer.temperature == 0  # B-Pref's oracle: the larger return wins
 
 
-@pytest.mark.parametrize("method", ["pebble", "surf", "rune", "qpa", "qpa_metaworld", "entropy", "filter", "rime"])
+@pytest.mark.parametrize("method", ["pebble", "surf", "rune", "qpa", "qpa_dmc", "qpa_metaworld", "entropy", "filter",
+                                    "rime"])
 def test_every_method_composes_on_a_task_and_changes_only_its_own_parts(method):
     base = composed("train", ["experiment=bpref/walker_walk"])
     cfg = composed("train", ["experiment=bpref/walker_walk", f"method={method}"])
     changed = {k for k in set(base) | set(cfg) if base.get(k) != cfg.get(k)}
     expected = {"pebble": set(), "surf": {"reward_trainer"}, "rune": {"reward_net"},
                 "qpa": {"fragmenter", "reward_trainer", "query_pool", "reward_net", "agent"},
+                "qpa_dmc": {"fragmenter", "reward_trainer", "query_pool", "reward_net", "agent"},
                 "qpa_metaworld": {"fragmenter", "reward_trainer", "query_pool", "reward_net", "agent"},
                 "entropy": {"fragmenter"}, "filter": {"reward_trainer"}, "rime": {"reward_trainer"}}[method]
     assert changed == expected
     if method == "qpa":
         assert cfg.query_pool.episodes == 10 and cfg.agent.replay_buffer_kwargs.recent_frac == 0.5
+    if method == "qpa_dmc":  # QPA's DMC reward update: 20 crops of 35-45 steps a pair, up to 2,000 passes
+        assert cfg.query_pool == composed("train", ["experiment=bpref/walker_walk", "method=qpa"]).query_pool
+        crop, fit = cfg.reward_trainer.crop, cfg.reward_trainer
+        assert (crop.min_shorten, crop.max_shorten, crop.copies, cfg.fragment_length) == (5, 15, 20, 50)
+        assert (cfg.reward_net.output, fit.epochs, fit.stop_accuracy, cfg.reward_net.members) == ("tanh", 2000, 0.98, 1)
     if method == "qpa_metaworld":  # QPA's Meta-World scripts: a 30-episode window for queries and replay alike
         assert cfg.reward_net.members == 1 and cfg.reward_trainer.crop._target_.endswith("TemporalCrop")
         assert cfg.agent.replay_buffer_kwargs.recent_steps == cfg.query_pool.episodes * 500 == 15_000

@@ -520,6 +520,18 @@ def test_temporal_crops_are_windows_inside_the_fragments_of_the_configured_lengt
     assert {TemporalCrop(max_shorten=1)(step_inputs(1, 4, 8), rng).x.shape[-2] for _ in range(100)} == {7, 8}
     with pytest.raises(ArgumentError, match=r"^max_shorten must be at least 1"):
         TemporalCrop(max_shorten=0)
+    # QPA's: windows between min_shorten and max_shorten steps short of the whole, never the whole fragment.
+    qpa = {TemporalCrop(max_shorten=3, min_shorten=2)(step_inputs(1, 4, 8), rng).x.shape[-2] for _ in range(100)}
+    assert qpa == {5, 6}
+    assert {TemporalCrop(max_shorten=20, min_shorten=5)(step_inputs(1, 4, 3), rng).x.shape[-2]
+            for _ in range(50)} == {1}  # too short to drop min_shorten: the shortest window there is
+    for kwargs, match in [({"min_shorten": 6}, r"^min_shorten must lie in \[0, max_shorten=5\], got 6"),
+                          ({"min_shorten": -1}, r"^min_shorten must lie"),
+                          ({"copies": 0}, r"^copies must be a whole number, at least 1, got 0"),
+                          ({"copies": True}, r"^copies must be a whole number"),
+                          ({"copies": 2.0}, r"^copies must be a whole number")]:
+        with pytest.raises(ArgumentError, match=match):
+            TemporalCrop(max_shorten=5, **kwargs)
 
 
 def test_whole_fragments_are_scored_unchanged_and_draw_nothing():
@@ -645,6 +657,8 @@ def test_the_crop_shapes_every_training_batch_and_never_validation_or_judging():
     seen = []
 
     class Recorded:
+        copies = 1
+
         def __call__(self, inputs, rng):
             seen.append(tuple(inputs.x.shape[:-1]))
             return TemporalCrop(max_shorten=2)(inputs, rng)
@@ -653,6 +667,37 @@ def test_the_crop_shapes_every_training_batch_and_never_validation_or_judging():
                             val_split=0.25, crop=Recorded(), label_filter=DropContradicted())
     trainer.train(labelled(64))  # 48 training pairs: three batches of 16; 16 validated and all 64 judged whole
     assert seen == [(2, 16, 2, 6)] * 3
+
+
+def test_each_pair_trains_on_its_copies_crops_which_together_weigh_one_pair():
+    seen = []
+
+    class Copied:
+        """Whole fragments, each pair scored ``copies`` times: its copies are the pair itself."""
+
+        def __init__(self, copies: int) -> None:
+            self.copies = copies
+
+        def __call__(self, inputs, rng):
+            seen.append(tuple(inputs.x.shape[:-1]))
+            return inputs
+
+        def check_length(self, length: int) -> None:
+            """Any length."""
+
+    weights, metrics = [], []
+    for copies in (1, 3):
+        torch.manual_seed(0)
+        net = RewardNet(*spaces(), members=2)
+        trainer = RewardTrainer(net, np.random.default_rng(0), batch_size=16, epochs=3, crop=Copied(copies))
+        metrics.append(trainer.train(labelled(40)))
+        weights.append(torch.cat([p.detach().flatten() for p in net.parameters()]))
+    # Three identical copies of each pair, each with its pair's label, train as the pair alone: the same weights and
+    # figures; copies given other pairs' labels would not. (Adam magnifies rounding where a gradient is near 0.)
+    torch.testing.assert_close(weights[0], weights[1], atol=1e-2, rtol=0)
+    assert metrics[0]["reward_loss"] == pytest.approx(metrics[1]["reward_loss"], rel=1e-4)
+    assert seen[:3] == [(2, 16, 2, 6), (2, 16, 2, 6), (2, 8, 2, 6)] and seen[9:12] == [(2, 48, 2, 6), (2, 48, 2, 6),
+                                                                                      (2, 24, 2, 6)]
 
 
 def test_the_wrong_labels_counted_are_the_training_pairs_not_the_validation_split():

@@ -386,6 +386,7 @@ class RewardTrainer:
         trained_on = torch.zeros((members, n), dtype=torch.bool, device=device)
         trained_on.scatter_(1, torch.as_tensor(sample, device=device), True)
         metrics: dict[str, float] = {}
+        copies = self.crop.copies
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             judgement = self.label_filter.judge(lambda: self.first_probs(inputs, n, device), labels, trained_on)
             self.net.train(True)
@@ -399,9 +400,12 @@ class RewardTrainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 for mini in range(start, stop, self.minibatch_size):
                     part = slice(mini, min(mini + self.minibatch_size, stop))
-                    returns = self._returns(inputs, shuffled[:, part])
+                    # Each pair ``copies`` times (QPA's crops), each copy at a start of its own; together one pair.
+                    returns = self._returns(inputs, shuffled[:, part].repeat(1, copies))
                     # Members are independent, so summing their losses trains each at full rate.
-                    loss = (self.loss(returns, trained_labels[:, part]) * shuffled_keep[:, part]).sum()
+                    loss = (self.loss(returns, trained_labels[:, part].repeat(1, copies))
+                            * shuffled_keep[:, part].repeat(1, copies)).sum() / copies
+                    returns = returns[:, :part.stop - part.start]  # the first crops: the epoch's figures
                     if ratio:
                         drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
                         extra, labelled = self._pseudo_loss(unlabelled, torch.as_tensor(drawn, device=device))
