@@ -36,8 +36,8 @@ _non_negative = _interval(0, math.inf, high_open=True)
 _fraction = _interval(0, 1)
 
 
-def _count(minimum: int) -> Callable[[Any], bool]:
-    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+def _count(minimum: int, maximum: float = math.inf) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= maximum
 
 
 def _train_freq(value: Any) -> bool:
@@ -98,7 +98,8 @@ OFFLINE_DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "batch_size": DOMAINS["batch_size"],
     "gamma": DOMAINS["gamma"],
     "tau": DOMAINS["tau"],
-    "n_critics": (_count(1), "an integer of at least 1"),
+    # SAC-N's largest ensembles (An et al. 2021) have 500 critics; 2**63 of them would hang building.
+    "n_critics": (_count(1, 1_000), "an integer in [1, 1000]"),
     "expectile": (_interval(0, 1, low_open=True, high_open=True), "in (0, 1)"),
     "weight_temp": (_positive, "a positive finite number"),
     "max_weight": (_positive, "a positive finite number"),
