@@ -3,10 +3,11 @@
 For each task in ``--tasks`` (``conf/experiment/bpref/<task>.yaml``) and method (``conf/method/<method>.yaml``) it
 runs ``rlhp-train -m experiment=bpref/<task> method=<method>`` over ``--seeds`` seeds, and the same agent on the
 task's own reward (``reward_learning=none``, the ceiling), each sweep into its own folder under ``--root`` (a
-finished sweep is reused). ``--override`` settings go to every run. ``--steps N`` runs the protocol's first N agent
-steps, as a full run would take them: its rounds keep their length and the rounds that gather labels stay the same
-(``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come earlier, from a
-younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
+finished sweep is reused). ``--override`` settings go to every run, which are then recorded as
+``<method>+<variant>`` (``--variant``), apart from the method as configured. ``--steps N`` runs the protocol's
+first N agent steps, as a full run would take them: its rounds keep their length and the rounds that gather labels
+stay the same (``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come
+earlier, from a younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
 one row per run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in
 the repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran
 on: a run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV
