@@ -42,6 +42,12 @@ class ArgumentError(RlhpError, ValueError):
             raise cls(argument, f"must lie in [0, 1], got {value}")
 
     @classmethod
+    def check_whole_count(cls, argument: str, value: int) -> None:
+        """Refuse ``value`` unless it is a whole number (an int, not a bool or a float) of at least 1."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise cls(argument, f"must be a whole number, at least 1, got {value!r}")
+
+    @classmethod
     def check_count(cls, argument: str, value: int) -> None:
         """Refuse ``value`` unless it is at least 1."""
         if value < 1:

@@ -669,7 +669,7 @@ def test_the_crop_shapes_every_training_batch_and_never_validation_or_judging():
     assert seen == [(2, 16, 2, 6)] * 3
 
 
-def test_each_pair_trains_on_its_copies_crops_which_together_weigh_one_pair():
+def test_each_pair_trains_on_its_copies_crops_each_with_the_pairs_label():
     seen = []
 
     class Copied:

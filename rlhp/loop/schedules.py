@@ -55,8 +55,7 @@ class FirstRounds:
     the budget over all of them)."""
 
     def __init__(self, rounds: int) -> None:
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise ArgumentError("rounds", f"must be a whole number, at least 1, got {rounds!r}")
+        ArgumentError.check_whole_count("rounds", rounds)
         self.rounds = rounds
 
     def __call__(self, t: np.ndarray) -> np.ndarray:

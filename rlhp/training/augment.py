@@ -62,8 +62,7 @@ class TemporalCrop:
                                 f"fragments), got {max_shorten}")
         if not 0 <= min_shorten <= max_shorten:
             raise ArgumentError("min_shorten", f"must lie in [0, max_shorten={max_shorten}], got {min_shorten}")
-        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
-            raise ArgumentError("copies", f"must be a whole number, at least 1, got {copies!r}")
+        ArgumentError.check_whole_count("copies", copies)
         self.max_shorten, self.min_shorten, self.copies = max_shorten, min_shorten, copies
 
     def check_length(self, length: int) -> None:
