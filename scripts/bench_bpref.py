@@ -4,7 +4,8 @@ For each task in ``--tasks`` (``conf/experiment/bpref/<task>.yaml``) and method 
 runs ``rlhp-train -m experiment=bpref/<task> method=<method>`` over ``--seeds`` seeds, and the same agent on the
 task's own reward (``reward_learning=none``, the ceiling), each sweep into its own folder under ``--root`` (a
 finished sweep is reused). ``--override`` settings go to every run, which are then recorded as
-``<method>+<variant>`` (``--variant``), apart from the method as configured. ``--steps N`` runs the protocol's
+``<method>+<variant>`` (``--variant``), apart from the method as configured, and the variant's overrides beside the
+ledger; ``--methods pebble+<variant>`` shows them as a column of the table. ``--steps N`` runs the protocol's
 first N agent steps, as a full run would take them: its rounds keep their length and the rounds that gather labels
 stay the same (``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come
 earlier, from a younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
@@ -64,6 +65,9 @@ LEDGER = Path(__file__).resolve().parents[1] / "docs" / "data" / "bpref_runs.csv
 CURVE_FIELDS = ["task", "method", "seed", "steps", "timesteps", "return", "success_rate"]
 CURVES = "bpref_curves.csv"
 """The file of the runs' rounds, beside the ledger."""
+VARIANTS = "bpref_variants.csv"
+"""The file of each variant's overrides, beside the ledger: what a ``<method>+<variant>`` column ran."""
+VARIANT_FIELDS = ["variant", "overrides"]
 # The published methods drawn as lines on the curves: PEBBLE, which rlhp's runs reproduce, and QPA, the target's.
 DRAWN = ["PEBBLE", "QPA"]
 
@@ -96,6 +100,44 @@ def ledger_name(method: str, variant: str) -> str:
     """The name a run of ``method`` is recorded under: ``<method>+<variant>`` for runs that ``--override`` changed,
     so that they never replace the rows of the method as its config stands."""
     return f"{method}+{variant}" if variant else method
+
+
+def read_variants(path: Path) -> dict[str, str]:
+    """Each recorded variant's overrides (space-separated), from the file ``VARIANTS`` at ``path``."""
+    if not path.exists():
+        return {}
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != VARIANT_FIELDS:
+            raise SystemExit(f"{path} is not a file of variants: its columns are {reader.fieldnames}, "
+                             f"not {VARIANT_FIELDS}")
+        return {r["variant"]: r["overrides"] for r in reader}
+
+
+def remember_variant(path: Path, variant: str, overrides: list[str]) -> None:
+    """Record that ``variant`` names ``overrides``; refused when the name already stands for other overrides, whose
+    runs would otherwise share rows and cells with these."""
+    variants = read_variants(path)
+    said = " ".join(overrides)
+    if variants.get(variant, said) != said:
+        raise SystemExit(f"variant {variant!r} was recorded with the overrides {variants[variant]!r} ({path}); these "
+                         f"are {said!r}: name this change with another --variant")
+    variants[variant] = said
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, VARIANT_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({"variant": v, "overrides": o} for v, o in sorted(variants.items()))
+
+
+def variant_lines(methods: list[str], variants: dict[str, str]) -> list[str]:
+    """The caption's lines that say what each ``<method>+<variant>`` column of ``methods`` ran."""
+    columns = [m.partition("+") for m in methods if "+" in m]
+    missing = sorted({v for _, _, v in columns} - set(variants))
+    if missing:
+        raise SystemExit(f"no overrides are recorded for the variants {missing} ({VARIANTS} beside the ledger): "
+                         "a column <method>+<variant> shows runs that bench_bpref.py --variant recorded")
+    return [f"`rlhp {m}+{v}`: the command with `method={m} {variants[v]}`." for m, _, v in columns]
 
 
 def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
@@ -184,10 +226,12 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
         most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
         # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
         cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""
+        # The methods as configured; a variant's command is in the caption (only variants: their methods' runs).
+        bases = ",".join([m for m in methods if "+" not in m] or dict.fromkeys(m.partition("+")[0] for m in methods))
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
                     f"{' | '.join(score(cells[m], budget) for m in [*methods, CEILING])} | "
                     f"{f'{budget:,}' if budget else ''} | "
-                    f"`rlhp-train -m experiment=bpref/{task} method={','.join(methods)} {seeds(most)}{cluster}` |")
+                    f"`rlhp-train -m experiment=bpref/{task} method={bases} {seeds(most)}{cluster}` |")
     return rows
 
 
@@ -268,6 +312,13 @@ def main() -> None:
                      "plain methods' runs and replace their rows in the ledger")
     if not set(args.variant) <= set("abcdefghijklmnopqrstuvwxyz0123456789_-."):
         parser.error(f"--variant takes lower-case letters, digits, '_', '-' and '.', got {args.variant!r}")
+    if args.tasks and any("+" in m for m in args.methods):
+        parser.error("--methods with --tasks names methods to run, not recorded variants: run a variant with "
+                     "--override and --variant")
+    variants_path = args.ledger.with_name(VARIANTS)
+    if args.tasks and args.variant:  # before the runs: a name taken by other overrides is refused at once
+        remember_variant(variants_path, args.variant, args.override)
+    captions = variant_lines(args.methods, read_variants(variants_path))
     ceiling_seeds = args.seeds if args.ceiling_seeds is None else args.ceiling_seeds
     new, new_rounds = [], []
     for task in args.tasks:
@@ -308,6 +359,7 @@ def main() -> None:
         f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
         "| steps | command |",
         f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods),
+        *(["", " ".join(captions)] if captions else []),
         *(["", f"![Learning curves of the recorded runs]({linked(args.plot)}): the training episodes' return or "
                f"success rate, from [{linked(curves_path)}]({linked(curves_path)})."] if plotted else [])])
     show(text, args.out, args.block)

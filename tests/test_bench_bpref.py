@@ -26,7 +26,9 @@ from bench_bpref import (  # noqa: E402
     plot,
     protocol,
     read_ledger,
+    read_variants,
     record,
+    remember_variant,
     rounds,
     score,
     write_ledger,
@@ -82,6 +84,32 @@ def test_overridden_runs_are_recorded_under_a_name_of_their_own_and_never_replac
     assert merge([row(ret=1.0)], [row(method=ledger_name("pebble", "spread20"), ret=9.0)]) == [
         row(ret=1.0), row(method="pebble+spread20", ret=9.0)]
     assert ledger_name("pebble", "") == "pebble"
+
+
+def test_a_variant_names_one_set_of_overrides_and_a_column_shows_it_with_them(tmp_path):
+    variants = tmp_path / "bpref_variants.csv"
+    remember_variant(variants, "spread", ["query_schedule.rounds=19", "initial_comparison_frac=0.05"])
+    remember_variant(variants, "spread", ["query_schedule.rounds=19", "initial_comparison_frac=0.05"])  # more seeds
+    with pytest.raises(SystemExit, match="name this change with another --variant"):
+        remember_variant(variants, "spread", ["query_schedule.rounds=9"])
+    assert read_variants(variants) == {"spread": "query_schedule.rounds=19 initial_comparison_frac=0.05"}
+    ledger = tmp_path / "runs.csv"
+    write_ledger(ledger, [row(task="window_open", success="0.2"), row(task="window_open", method="pebble+spread",
+                                                                      success="0.8")])
+    script = [sys.executable, str(SCRIPTS / "bench_bpref.py"), "--ledger", str(ledger), "--root", str(tmp_path / "r")]
+    out = subprocess.run([*script, "--methods", "pebble", "pebble+spread"], capture_output=True, text=True,
+                         check=True).stdout
+    window = next(line for line in out.splitlines() if line.startswith("| window_open |"))
+    assert "| 20% (1) | 80% (1) |" in window and "method=pebble seed=0,1,2" in window
+    assert ("`rlhp pebble+spread`: the command with `method=pebble query_schedule.rounds=19 "
+            "initial_comparison_frac=0.05`.") in out
+    unknown = subprocess.run([*script, "--methods", "pebble+other"], capture_output=True, text=True)
+    assert unknown.returncode == 1 and "no overrides are recorded for the variants ['other']" in unknown.stderr
+    # A variant is recorded by running it with --variant, never by naming it as a method to run.
+    run = subprocess.run([*script, "--tasks", "window_open", "--methods", "pebble+spread"], capture_output=True,
+                         text=True)
+    assert run.returncode == 2 and "run a variant with --override and --variant" in run.stderr
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
