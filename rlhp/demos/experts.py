@@ -130,8 +130,7 @@ class TrainedExpert:
     """
 
     def __init__(self, algorithm: Callable[..., BaseAlgorithm], env: GymEnv, total_timesteps: int) -> None:
-        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, int) or total_timesteps < 1:
-            raise ArgumentError("total_timesteps", f"must be an integer of at least 1, got {total_timesteps!r}")
+        ArgumentError.check_whole_count("total_timesteps", total_timesteps)
         check_domains(algorithm, "expert.algorithm")
         self.algorithm, self.env, self.total_timesteps = algorithm, env, total_timesteps
 

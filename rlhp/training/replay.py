@@ -38,8 +38,7 @@ class RecentWindow:
     """
 
     def __init__(self, recent: int = 256, older: int = 256) -> None:
-        if not isinstance(recent, int) or isinstance(recent, bool) or recent < 1:
-            raise ArgumentError("recent", f"must be an integer of at least 1, got {recent!r}")
+        ArgumentError.check_whole_count("recent", recent)
         if not isinstance(older, int) or isinstance(older, bool) or older < 0:
             raise ArgumentError("older", f"must be a non-negative integer, got {older!r}")
         self.recent, self.older = recent, older

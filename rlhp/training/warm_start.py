@@ -66,9 +66,8 @@ class IntrinsicWarmStart:
         if not isinstance(updates_per_step, int | float) or isinstance(updates_per_step, bool) \
                 or not 0 < updates_per_step < 1e4:
             raise ArgumentError("updates_per_step", f"must be a number in (0, 1e4), got {updates_per_step!r}")
-        for name, value in (("batch_size", batch_size), ("k", k)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ArgumentError(name, f"must be an integer of at least 1, got {value!r}")
+        ArgumentError.check_whole_count("batch_size", batch_size)
+        ArgumentError.check_whole_count("k", k)
         self.updates_per_step, self.batch_size, self.k = updates_per_step, batch_size, k
 
     def targets(self, next_obs: torch.Tensor) -> torch.Tensor:
