@@ -291,7 +291,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=[], choices=sorted(PUBLISHED),
                         help="tasks to run and record (none: write the table from the ledger alone)")
-    parser.add_argument("--methods", nargs="+", default=["pebble"])
+    parser.add_argument("--methods", nargs="+", default=["pebble"],
+                        help="methods to run and show (the table alone also shows a recorded <method>+<variant>)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=None,
                         help="run the protocol's first STEPS agent steps only (default: all of them)")
