@@ -104,14 +104,7 @@ def ledger_name(method: str, variant: str) -> str:
 
 def read_variants(path: Path) -> dict[str, str]:
     """Each recorded variant's overrides (space-separated), from the file ``VARIANTS`` at ``path``."""
-    if not path.exists():
-        return {}
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != VARIANT_FIELDS:
-            raise SystemExit(f"{path} is not a file of variants: its columns are {reader.fieldnames}, "
-                             f"not {VARIANT_FIELDS}")
-        return {r["variant"]: r["overrides"] for r in reader}
+    return {r["variant"]: r["overrides"] for r in read_ledger(path, VARIANT_FIELDS)}
 
 
 def remember_variant(path: Path, variant: str, overrides: list[str]) -> None:
@@ -163,7 +156,8 @@ def rounds(task: str, method: str, run: Run) -> list[dict[str, str]]:
 
 
 def read_ledger(path: Path, fields: list[str] = FIELDS) -> list[dict[str, str]]:
-    """The rows of the ledger (or, with ``CURVE_FIELDS``, of the curves' file); none when it does not exist yet."""
+    """The rows of the ledger (or, with ``CURVE_FIELDS`` or ``VARIANT_FIELDS``, of the curves' or variants' file); none
+    when it does not exist yet."""
     if not path.exists():
         return []
     with path.open(newline="") as f:
@@ -216,6 +210,8 @@ def score(rows: list[dict[str, str]], budget: int) -> str:
 def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
     """The Markdown table's rows: the target tasks and any other task in the ledger, in the published order."""
     recorded = {r["task"] for r in ledger}
+    # The methods as configured; a variant's command is in the caption (only variants: their methods' runs).
+    bases = ",".join([m for m in methods if "+" not in m] or dict.fromkeys(m.partition("+")[0] for m in methods))
     rows = []
     for task in [t for t in PUBLISHED if t in TARGETS or t in recorded]:
         labels, published = PUBLISHED[task]
@@ -226,8 +222,6 @@ def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
         most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
         # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
         cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""
-        # The methods as configured; a variant's command is in the caption (only variants: their methods' runs).
-        bases = ",".join([m for m in methods if "+" not in m] or dict.fromkeys(m.partition("+")[0] for m in methods))
         rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
                     f"{' | '.join(score(cells[m], budget) for m in [*methods, CEILING])} | "
                     f"{f'{budget:,}' if budget else ''} | "
