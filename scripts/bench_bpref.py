@@ -288,6 +288,8 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["pebble"],
                         help="methods to run and show (the table alone also shows a recorded <method>+<variant>)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="run seeds FIRST_SEED to FIRST_SEED + SEEDS - 1 (more seeds beside recorded ones)")
     parser.add_argument("--steps", type=int, default=None,
                         help="run the protocol's first STEPS agent steps only (default: all of them)")
     parser.add_argument("--ceiling-seeds", type=int, default=None, help="seeds of the ceiling (default: --seeds)")
@@ -302,6 +304,8 @@ def main() -> None:
                              "as ceiling+VARIANT); needed with --override and --tasks")
     add_run_options(parser, "outputs/bench_bpref", "bench_bpref")
     args = parser.parse_args()
+    if args.first_seed < 0:
+        parser.error(f"--first-seed must be at least 0, got {args.first_seed}")
     if args.tasks and args.override and not args.variant:
         parser.error("--override changes the runs, so name the change with --variant: they would be recorded as the "
                      "plain methods' runs and replace their rows in the ledger")
@@ -323,7 +327,7 @@ def main() -> None:
         for method, sweep_overrides, n in [*((m, [f"method={m}"], args.seeds) for m in args.methods),
                                            (CEILING, ["reward_learning=none"], ceiling_seeds)]:
             if n:
-                runs = sweep(args.root / task / method, [*base, *sweep_overrides, seeds(n)], args.jobs)
+                runs = sweep(args.root / task / method, [*base, *sweep_overrides, seeds(n, args.first_seed)], args.jobs)
                 name = ledger_name(method, args.variant)
                 new += [record(task, name, run, args.machine) for run in runs]
                 new_rounds += [r for run in runs for r in rounds(task, name, run)]

@@ -112,8 +112,9 @@ def cell(values: np.ndarray, digits: int = 1) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}" if np.isfinite(half) else f"{mean:.{digits}f}"
 
 
-def seeds(n: int) -> str:
-    return "seed=" + ",".join(map(str, range(n)))
+def seeds(n: int, first: int = 0) -> str:
+    """The sweep override of ``n`` seeds from ``first`` on."""
+    return "seed=" + ",".join(map(str, range(first, first + n)))
 
 
 def main() -> None:
