@@ -391,6 +391,19 @@ def test_a_process_that_ends_without_stopping_its_clip_drawing_still_exits(tmp_p
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
 
 
+def test_a_process_that_drew_mujoco_clips_ends_without_a_traceback():
+    # MuJoCo's EGL display ends at exit; a renderer freed after it printed "Exception ignored ... EGLError".
+    code = ("import numpy as np\n"
+            "from rlhp.envs import GymEnv\n"
+            "from rlhp.human.clips import drawer\n"
+            "env = GymEnv('Hopper-v5', n_envs=1)\n"
+            "draw = drawer(env, width=64, fps=125)\n"
+            "state = np.zeros(12)\n"
+            "print(draw.frames(np.zeros((1, 11)), np.zeros((1, 3)), np.zeros(11), np.stack([state, state])).shape)\n")
+    done = subprocess.run([sys.executable, "-c", code], timeout=120, check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "(2, 48, 64, 3)" and done.stderr == ""
+
+
 def test_a_stopped_clip_drawing_is_not_kept_until_the_process_ends(tmp_path):
     drawing = ClipPrefetcher(QueryStore(tmp_path / "queries.sqlite"), ClipRenderer(GymEnv(FIXED_HORIZON_CARTPOLE)),
                              tmp_path, 2)

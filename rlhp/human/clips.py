@@ -13,6 +13,8 @@ Envs that draw no pictures are refused when the run starts.
 
 from __future__ import annotations
 
+import atexit
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -173,6 +175,12 @@ def without_shadows(env: gym.Env) -> None:
     model.mat_reflectance[:] = 0
 
 
+def close_if_alive(env: weakref.ref[gym.Env]) -> None:
+    """Close the env if nothing has collected it yet."""
+    if (alive := env()) is not None:
+        alive.close()
+
+
 class PhysicsFrames:
     """A MuJoCo env's own renders, headless (EGL), with the env put in each recorded physics state: every
     ``stride``-th step, so that clips play at about ``fps`` in real time (a person sees no more; each frame
@@ -193,6 +201,7 @@ class PhysicsFrames:
         native = float(self.env.metadata.get("render_fps", fps))  # steps a second of the env's own time
         self.stride = max(1, round(native / fps))
         self.fps = native / self.stride
+        self.closes_at_exit = False
 
     def frames(self, obs: np.ndarray, acts: np.ndarray, last_obs: np.ndarray, states: np.ndarray) -> np.ndarray:
         """Every ``stride``-th state (from the observations where none were recorded), and the last, rendered."""
@@ -205,6 +214,11 @@ class PhysicsFrames:
         for i in sorted({*range(0, len(states), self.stride), len(states) - 1}):
             self.option.write_state(self.env, states[i])
             shots.append(self.env.render())
+        if not self.closes_at_exit:
+            # MuJoCo's first render registers EGL's end at the interpreter's exit; a renderer freed after that
+            # prints a traceback as the run ends. Exit handlers run last-registered first: this one before EGL's.
+            atexit.register(close_if_alive, weakref.ref(self.env))  # a weak one: drawers come and go in a process
+            self.closes_at_exit = True
         return np.stack(shots)
 
 
