@@ -9,8 +9,7 @@ and each round waits for every answer (``gatherer.min_answered_frac=1``, no time
 run, not the machine's pace. A person-minute counts the time a person takes: ``--pause-s`` to watch a pair (a
 ranking's comparisons included) and ``--rate-pause-s`` to watch one clip and rate it. Ranking places both clips of
 each of ``--rank-pairs`` pairs (``total_comparisons``) and trains on every pair the ranking implies; rating rates
-both clips of a share ``--rate-share`` of ``--rate-pairs`` pairs and asks the rest as pairs, and every pair once a
-share ``--saturation`` of its latest ratings give one value. A finished run under
+both clips of a share ``--rate-share`` of ``--rate-pairs`` pairs and asks the rest as pairs. A finished run under
 ``--root`` is reused. The table: each mode's final true return (mean ± 95% interval), answers, person-minutes,
 labels trained on (pairs, implied pairs and rated clips), and person-minutes over pairs'.
 
@@ -57,9 +56,6 @@ def main() -> None:
     parser.add_argument("--rate-pairs", type=int, default=25, help="total_comparisons in rating mode")
     parser.add_argument("--rate-share", type=float, default=1.0,
                         help="rating mode's share of pairs whose clips are rated (querent.rate_share)")
-    parser.add_argument("--saturation", type=float, default=1.0,
-                        help="rating mode asks pairs once this share of its latest ratings give one value "
-                             "(querent.saturation)")
     parser.add_argument("--pause-s", type=float, default=1.5, help="a person's time per answer (watching a pair)")
     parser.add_argument("--rate-pause-s", type=float, default=1.0, help="a person's time per rating (one clip)")
     parser.add_argument("--answer-delay-s", type=float, default=0.05,
@@ -73,13 +69,11 @@ def main() -> None:
         parser.error("--seeds, --jobs, --rank-pairs and --rate-pairs must be positive, the pauses not negative")
     if not 0 < args.rate_share <= 1:
         parser.error(f"--rate-share must lie in (0, 1], got {args.rate_share}")
-    if not 1 / 5 < args.saturation <= 1:  # the most given of five ratings always holds a fifth of them
-        parser.error(f"--saturation must lie in (0.2, 1], got {args.saturation}")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"],
              "rank_list": ["querent.mode=rank", "gatherer.ranking_as=list", f"total_comparisons={args.rank_pairs}"],
              "rate": ["querent.mode=rate", f"total_comparisons={args.rate_pairs}",
-                      f"querent.rate_share={args.rate_share}", f"querent.saturation={args.saturation}"]}
+                      f"querent.rate_share={args.rate_share}"]}
     modes = {mode: settings for mode, settings in modes.items() if mode == "pairs" or mode in args.modes}
     waits = ["gatherer.min_answered_frac=1", f"gatherer.timeout_s={WAIT_S}"]
     jobs = [(mode, seed) for mode in modes for seed in seeds]
@@ -96,8 +90,7 @@ def main() -> None:
     lines = [f"Written by `python scripts/bench_modes.py --experiment {args.experiment} --seeds {args.seeds} "
              f"--modes {' '.join(modes)} "
              f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
-             f"--rate-share {args.rate_share:g} --saturation {args.saturation:g} --pause-s {args.pause_s:g} "
-             f"--rate-pause-s {args.rate_pause_s:g}` on a "
+             f"--rate-share {args.rate_share:g} --pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a "
              f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human "
              f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1`"
              f"{LIST_MODE if 'rank_list' in modes else ''} answered over HTTP by one scripted person; person-minutes "

@@ -199,35 +199,6 @@ def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_wh
         assert err.value.argument == key
 
 
-def test_a_rating_querent_asks_pairs_once_its_latest_ratings_mostly_give_one_value(tmp_path, caplog):
-    env, pairs = cartpole_pairs(10)
-    querent = WebQuerent(env, tmp_path, width=160, mode="rate", saturation=0.8)
-
-    def round_rated(round_: int, ratings: list[int]) -> dict[str, int]:
-        """Publish a round of the ten pairs, give the ratings asked for in order, and count the round's kinds."""
-        querent(pairs, round_)
-        for rating in ratings:
-            query = querent.store.lease_next("alice", 60)
-            querent.store.rate(query.id, "alice", rating)
-        with __import__("sqlite3").connect(querent.store.path) as db:
-            return dict(db.execute("SELECT kind, count(*) FROM queries WHERE round = ? GROUP BY kind",
-                                   (round_,)).fetchall())
-
-    assert round_rated(0, [5] * 15 + [1, 2, 3, 4, 3]) == {"rate": 20}
-    assert round_rated(1, [5] * 16 + [4] * 4) == {"rate": 20}  # 15 of the latest 20 alike: under 0.8
-    assert "saturated" not in caplog.text
-    with caplog.at_level("INFO", "rlhp.human.querent"):
-        assert round_rated(2, []) == {"pair": 10}  # 16 of the latest 20 rated 5
-        assert round_rated(3, []) == {"pair": 10}  # pairs from then on
-    assert "16 of the latest 20 rated 5; round 2 on asks pairs" in caplog.text
-    assert caplog.text.count("saturated") == 1  # said once
-    for kwargs in ({"mode": "rate", "saturation": 0.2}, {"mode": "rate", "saturation": 1.5},
-                   {"mode": "rate", "scale": 3, "saturation": 0.3}, {"saturation": 0.9}):  # mode=rate only
-        with pytest.raises(ArgumentError) as err:
-            WebQuerent(env, tmp_path, **kwargs)
-        assert err.value.argument == "saturation"
-
-
 def test_the_human_gatherer_hands_the_loop_ratings_beside_labels(tmp_path):
     store, _ = rating_store(tmp_path, n=2)
     from test_annotate import publish

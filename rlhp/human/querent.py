@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,8 @@ MODES = ("pairs", "rank", "rate")
 """What people are asked: which of two clips is better, where a new clip goes in a ranking, or a clip's score."""
 SCALE, RATE_SHARE = 5, 1.0
 """Rating mode's defaults: the scale's top and the share of pairs whose clips are rated."""
-SATURATION, SATURATION_WINDOW = 1.0, 20
-"""Rating mode: the share of the latest ``SATURATION_WINDOW`` ratings that, all on one value, ends the rating."""
 MAX_INSTRUCTIONS = 20_000
 """Most characters of instructions: a page of text is what a person reads before labelling."""
-
-logger = logging.getLogger(__name__)
 
 
 def read_instructions(instructions: str) -> str:
@@ -83,8 +78,7 @@ class WebQuerent(Querent):
     In ``rate`` mode people score each clip of a share ``rate_share`` of the pairs alone, on a scale of 1 to
     ``scale`` (the reward learns from ratings under the cumulative-logit model, :mod:`rlhp.training.ratings`); the
     other pairs are asked as pairs, so a run mixes both. Rated clips too are drawn as they are published, one
-    person rating each, and no gold query is asked. A scale anchored on the first clips runs out once the agent
-    is good (every new clip a 5): when the latest ratings mostly give one value, the run asks pairs from then on.
+    person rating each, and no gold query is asked.
 
     Args:
         env: the run's env (its frames are drawn again from the fragments' observations).
@@ -109,9 +103,6 @@ class WebQuerent(Querent):
         scale: ratings run from 1 to this (``rate`` mode), at most :data:`~rlhp.data.ratings.MAX_SCALE`.
         rate_share: the share of each round's pairs whose clips are rated (``rate`` mode): which ones follows the
             golden ratio's sequence over their ids; the others are asked as pairs.
-        saturation: once this share of the latest :data:`SATURATION_WINDOW` ratings give one value, the scale no
-            longer tells the agent's clips apart, and every later query is asked as a pair (1: once all of them
-            do); above ``1 / scale``, as the most given of ``scale`` values always reaches that share.
     """
 
     publishes = True
@@ -119,7 +110,7 @@ class WebQuerent(Querent):
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
                  gold_labels: int = 2, mode: str = "pairs", scale: int = SCALE,
-                 rate_share: float = RATE_SHARE, saturation: float = SATURATION) -> None:
+                 rate_share: float = RATE_SHARE) -> None:
         super().__init__()
         if mode not in MODES:
             raise ArgumentError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
@@ -129,8 +120,7 @@ class WebQuerent(Querent):
         if mode != "pairs" and labels_per_query > 1:
             raise ArgumentError("labels_per_query", f"mode={mode} asks one person per comparison or rating: set "
                                 "labels_per_query=1, or mode=pairs")
-        for key, value, default in (("scale", scale, SCALE), ("rate_share", rate_share, RATE_SHARE),
-                                    ("saturation", saturation, SATURATION)):
+        for key, value, default in (("scale", scale, SCALE), ("rate_share", rate_share, RATE_SHARE)):
             if mode != "rate" and value != default:  # else a forgotten mode=rate asks pairs without a word
                 raise ArgumentError(key, f"applies to mode=rate, and this querent asks mode={mode}: set mode=rate, "
                                     f"or leave {key} at {default:g}")
@@ -140,11 +130,7 @@ class WebQuerent(Querent):
         if not 2 <= scale <= MAX_SCALE:
             raise ArgumentError("scale", f"must lie in [2, {MAX_SCALE}] (keys 1 to 9, and 0 for 10), got {scale}")
         ArgumentError.check_share("rate_share", rate_share)
-        if not 1 / scale < saturation <= 1:
-            raise ArgumentError("saturation", f"must lie in (1/{scale}, 1]: the most given of {scale} ratings always "
-                                f"holds a share 1/{scale} of them; got {saturation}")
-        self.mode, self.scale, self.rate_share, self.saturation = mode, scale, rate_share, saturation
-        self.rates = mode == "rate"  # rate mode until the ratings saturate
+        self.mode, self.scale, self.rate_share = mode, scale, rate_share
         ArgumentError.check_share("gold_rate", gold_rate)
         ArgumentError.check_count("gold_labels", gold_labels)
         self.gold_rate, self.gold_labels = gold_rate, gold_labels
@@ -186,24 +172,10 @@ class WebQuerent(Querent):
         if self.mode == "rank":
             return self._rank(pairs, round_)
         if self.mode == "rate":
-            self.rates = self.rates and not self._saturated(round_)
-            share = self.rate_share if self.rates else 0.0
-            rated = (np.arange(self.next_id, self.next_id + len(pairs)) * GOLDEN % 1.0) < share
+            rated = (np.arange(self.next_id, self.next_id + len(pairs)) * GOLDEN % 1.0) < self.rate_share
             asked = self._ask(pairs[~rated], round_) if not rated.all() else np.zeros(0, np.int64)
             return np.concatenate([asked, self._rate(pairs[rated], round_) if rated.any() else asked[:0]])
         return self._ask(pairs, round_)
-
-    def _saturated(self, round_: int) -> bool:
-        """Whether a share ``saturation`` of the latest ratings give one value (said once, on the console)."""
-        latest = self.store.latest_ratings(SATURATION_WINDOW)
-        if len(latest) < SATURATION_WINDOW:
-            return False
-        values, counts = np.unique(latest, return_counts=True)
-        if counts.max() < self.saturation * SATURATION_WINDOW:
-            return False
-        logger.info("ratings saturated: %d of the latest %d rated %g; round %d on asks pairs (querent.saturation="
-                    "%g)", counts.max(), SATURATION_WINDOW, values[counts.argmax()], round_, self.saturation)
-        return True
 
     def _ask(self, pairs: FragmentPairs, round_: int) -> np.ndarray:
         """Publish each pair as a query to judge."""
@@ -251,6 +223,5 @@ class WebQuerent(Querent):
         env, width, fps = state.pop("_renderer_args")
         # A checkpoint from before lazy drawing, gold queries or ranking.
         self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "mode": "pairs", "scale": 5,
-                              "rate_share": 1.0, "saturation": SATURATION, "rates": state.get("mode") == "rate",
-                              **state})
+                              "rate_share": 1.0, **state})
         self._start_drawing(ClipRenderer(env, width=width, fps=fps))

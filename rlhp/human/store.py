@@ -669,13 +669,6 @@ class QueryStore:
                                     f"({','.join('?' * len(ids))})", [int(i) for i in ids]).fetchall())
         return [found.get(int(i), "") for i in ids]
 
-    def latest_ratings(self, n: int) -> np.ndarray:
-        """The latest ``n`` ratings given (fewer if fewer were), newest first; a "can't tell" is none."""
-        with self._connect() as db:
-            return np.array(db.execute("SELECT a.label FROM answers a JOIN queries q ON q.id = a.query_id WHERE "
-                                       "q.kind = 'rate' AND a.label IS NOT NULL ORDER BY a.seq DESC LIMIT ?",
-                                       (n,)).fetchall(), dtype=float).reshape(-1)
-
     def answers(self) -> list[tuple[int, str, str, float | None, float]]:
         """Every answer, oldest first: (query id, annotator, choice, label, time)."""
         with self._connect() as db:
