@@ -112,6 +112,22 @@ def test_a_variant_names_one_set_of_overrides_and_a_column_shows_it_with_them(tm
     assert not (tmp_path / "r").exists()
 
 
+def test_more_seeds_run_from_the_first_seed_asked_and_a_negative_one_is_refused(tmp_path, monkeypatch):
+    import bench_bpref
+
+    swept = []
+    monkeypatch.setattr(bench_bpref, "sweep", lambda folder, overrides, jobs: swept.append(overrides) or [])
+    given = ["bench_bpref.py", "--tasks", "walker_walk", "--seeds", "2", "--ceiling-seeds", "0", "--ledger",
+             str(tmp_path / "runs.csv"), "--root", str(tmp_path / "r")]
+    monkeypatch.setattr(sys, "argv", [*given, "--first-seed", "3"])
+    bench_bpref.main()
+    assert len(swept) == 1 and swept[0][-1] == "seed=3,4"  # the method's seeds 3 and 4; no ceiling
+    monkeypatch.setattr(sys, "argv", [*given, "--first-seed", "-1"])
+    with pytest.raises(SystemExit) as refused:
+        bench_bpref.main()
+    assert refused.value.code == 2 and len(swept) == 1
+
+
 def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
     folder = RunFolder(tmp_path / "run")
     folder.write_record(OmegaConf.create({"seed": 7}), ["seed=7"])
