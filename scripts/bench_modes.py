@@ -9,7 +9,8 @@ and each round waits for every answer (``gatherer.min_answered_frac=1``, no time
 run, not the machine's pace. A person-minute counts the time a person takes: ``--pause-s`` to watch a pair (a
 ranking's comparisons included) and ``--rate-pause-s`` to watch one clip and rate it. Ranking places both clips of
 each of ``--rank-pairs`` pairs (``total_comparisons``) and trains on every pair the ranking implies; rating rates
-both clips of a share ``--rate-share`` of ``--rate-pairs`` pairs and asks the rest as pairs. A finished run under
+both clips of a share ``--rate-share`` of ``--rate-pairs`` pairs on a scale of 1 to ``--scale`` and asks the rest
+as pairs. A finished run under
 ``--root`` is reused. The table: each mode's final true return (mean ± 95% interval), answers, person-minutes,
 labels trained on (pairs, implied pairs and rated clips), and person-minutes over pairs'.
 
@@ -27,6 +28,7 @@ from bench_suite import cell
 from bench_team import run_labelled
 from docblock import add_run_options, show
 
+from rlhp.data.ratings import MAX_SCALE
 from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.human.store import QueryStore
 from rlhp.report.folders import Run
@@ -54,6 +56,7 @@ def main() -> None:
                         help="the modes to run (pairs always: the others are measured against it)")
     parser.add_argument("--rank-pairs", type=int, default=10, help="total_comparisons in ranking mode")
     parser.add_argument("--rate-pairs", type=int, default=25, help="total_comparisons in rating mode")
+    parser.add_argument("--scale", type=int, default=5, help="rating mode's scale, 1 to SCALE (querent.scale)")
     parser.add_argument("--rate-share", type=float, default=1.0,
                         help="rating mode's share of pairs whose clips are rated (querent.rate_share)")
     parser.add_argument("--pause-s", type=float, default=1.5, help="a person's time per answer (watching a pair)")
@@ -67,13 +70,15 @@ def main() -> None:
     if min(args.seeds, args.jobs, args.rank_pairs, args.rate_pairs) < 1 or \
             min(args.pause_s, args.rate_pause_s, args.answer_delay_s) < 0:
         parser.error("--seeds, --jobs, --rank-pairs and --rate-pairs must be positive, the pauses not negative")
+    if not 2 <= args.scale <= MAX_SCALE:
+        parser.error(f"--scale must lie in [2, {MAX_SCALE}], got {args.scale}")
     if not 0 < args.rate_share <= 1:
         parser.error(f"--rate-share must lie in (0, 1], got {args.rate_share}")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     modes = {"pairs": [], "rank": ["querent.mode=rank", f"total_comparisons={args.rank_pairs}"],
              "rank_list": ["querent.mode=rank", "gatherer.ranking_as=list", f"total_comparisons={args.rank_pairs}"],
              "rate": ["querent.mode=rate", f"total_comparisons={args.rate_pairs}",
-                      f"querent.rate_share={args.rate_share}"]}
+                      f"querent.rate_share={args.rate_share}", f"querent.scale={args.scale}"]}
     modes = {mode: settings for mode, settings in modes.items() if mode == "pairs" or mode in args.modes}
     waits = ["gatherer.min_answered_frac=1", f"gatherer.timeout_s={WAIT_S}"]
     jobs = [(mode, seed) for mode in modes for seed in seeds]
@@ -90,7 +95,8 @@ def main() -> None:
     lines = [f"Written by `python scripts/bench_modes.py --experiment {args.experiment} --seeds {args.seeds} "
              f"--modes {' '.join(modes)} "
              f"--first-seed {args.first_seed} --rank-pairs {args.rank_pairs} --rate-pairs {args.rate_pairs} "
-             f"--rate-share {args.rate_share:g} --pause-s {args.pause_s:g} --rate-pause-s {args.rate_pause_s:g}` on a "
+             f"--scale {args.scale} --rate-share {args.rate_share:g} --pause-s {args.pause_s:g} "
+             f"--rate-pause-s {args.rate_pause_s:g}` on a "
              f"{args.machine} ({time.strftime('%Y-%m-%d')}): `rlhp-train experiment={args.experiment} gatherer=human "
              f"querent=web querent.mode=<mode> gatherer.min_answered_frac=1`"
              f"{LIST_MODE if 'rank_list' in modes else ''} answered over HTTP by one scripted person; person-minutes "
