@@ -1,12 +1,16 @@
 """The save contract: a checkpoint is the loop pickled whole, large arrays in shared chunks written once,
 a replay buffer's rewards not at all (they are relabelled before they are read)."""
 
+import sys
+import warnings
+
 import numpy as np
 import pytest
 from helpers import composed
+from omegaconf import OmegaConf
 
 from rlhp.experiment.callbacks import Checkpointer
-from rlhp.experiment.checkpoints import CHUNK, RunRecord, load_checkpoint
+from rlhp.experiment.checkpoints import CHUNK, RunRecord, load_checkpoint, save_checkpoint
 from rlhp.experiment.compose import compose
 from rlhp.runs import RunFolder
 
@@ -85,3 +89,33 @@ def test_an_asynchronous_loop_pays_its_agent_a_copy_of_the_reward_that_a_checkpo
         assert paid is learning.published and paid is not learning.reward_trainer.net
         trained = learning.reward_trainer.net.state_dict()
         assert all(np.array_equal(value, trained[key]) for key, value in paid.state_dict().items())
+
+
+LOUD_LIBRARY = """
+import warnings
+
+warnings.simplefilter("default")  # as dm_control's composer does at its import
+
+
+class Loop:
+    def save(self, folder):
+        return {}
+
+    def derived_arrays(self):
+        return []
+"""
+
+
+def test_loading_a_checkpoint_leaves_the_warnings_shown_as_they_were_whatever_its_parts_import(tmp_path,
+                                                                                              monkeypatch):
+    (tmp_path / "loud_library.py").write_text(LOUD_LIBRARY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with warnings.catch_warnings():
+        from loud_library import Loop
+    run = RunFolder(tmp_path / "run")
+    path = save_checkpoint(run, Loop(), "iter_0000", RunRecord(OmegaConf.create({"seed": 0}), []))
+    monkeypatch.delitem(sys.modules, "loud_library")  # a new process imports it as it unpickles the loop
+    before = list(warnings.filters)
+    loop, _, _ = load_checkpoint(path)
+    assert type(loop).__module__ == "loud_library" and "loud_library" in sys.modules
+    assert warnings.filters == before

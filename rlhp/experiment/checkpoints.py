@@ -37,6 +37,7 @@ import random
 import shutil
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +237,10 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
     """The loop saved in ``path`` (global random state restored), the run's config and its overrides."""
     token = _STORE.set(_Chunks(RunFolder(path.parent.parent).chunks_dir))  # <run>/checkpoints/<name>
     try:
-        saved = torch.load(path / "resume.pt", weights_only=False)
+        # Unpickling imports the parts' libraries; dm_control's composer turns on every DeprecationWarning of
+        # every library for the whole process at its import, and the console would show them all from then on.
+        with warnings.catch_warnings():
+            saved = torch.load(path / "resume.pt", weights_only=False)
         config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
         cfg = OmegaConf.create(config_yaml)
         overrides = list(OmegaConf.create(overrides_yaml))
