@@ -10,9 +10,9 @@ run, not the machine's pace. A person-minute counts the time a person takes: ``-
 ranking's comparisons included) and ``--rate-pause-s`` to watch one clip and rate it. Ranking places both clips of
 each of ``--rank-pairs`` pairs (``total_comparisons``) and trains on every pair the ranking implies; rating rates
 both clips of a share ``--rate-share`` of ``--rate-pairs`` pairs on a scale of 1 to ``--scale`` and asks the rest
-as pairs. A finished run under
-``--root`` is reused. The table: each mode's final true return (mean ± 95% interval), answers, person-minutes,
-labels trained on (pairs, implied pairs and rated clips), and person-minutes over pairs'.
+as pairs. A finished run under ``--root`` is reused. The table: each mode's final true return (mean ± 95%
+interval), answers, person-minutes, labels trained on (pairs, implied pairs and rated clips), and person-minutes
+over pairs'.
 
     python scripts/bench_modes.py --seeds 5 --first-seed 6 --out docs/benchmarks.md
 """
