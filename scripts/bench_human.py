@@ -14,19 +14,15 @@ a random policy's return to the ceiling's mean (as in ``bench_suite.py``).
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_suite import FRACTION_OF_CEILING, final, random_return
+from bench_suite import FRACTION_OF_CEILING, final, random_return, train
 from docblock import show
 
 from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.report.folders import find_runs
-
-BIN = Path(sys.executable).parent
 
 
 def main() -> None:
@@ -48,8 +44,7 @@ def main() -> None:
         annotator.__enter__()
     start = time.perf_counter()
     try:
-        subprocess.run([str(BIN / "rlhp-train"), *overrides, f"hydra.run.dir={run_dir}"], check=True,
-                       stdout=subprocess.DEVNULL)
+        train([*overrides, f"hydra.run.dir={run_dir}"])
     finally:
         for annotator in annotators:
             annotator.__exit__()

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
-from bench_suite import BIN
+from bench_suite import train
 from docblock import add_run_options, show
 
 from rlhp.report.folders import Run, find_runs
@@ -34,10 +33,10 @@ def run(root: Path, env: str, agent: str, steps: int, seed: int, overrides: list
     if not done:
         if folder.exists():
             raise SystemExit(f"{folder} holds an unfinished run: remove it")
-        command = [str(BIN / "rlhp-train"), "reward_learning=none", "env=gym", f"env.id={env}", f"agent={agent}",
+        command = ["reward_learning=none", "env=gym", f"env.id={env}", f"agent={agent}",
                    f"total_timesteps={steps}", f"seed={seed}", "logger=none", f"hydra.run.dir={folder}", *overrides]
-        print(f"$ {' '.join(command[1:])}", flush=True)
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"$ rlhp-train {' '.join(command)}", flush=True)
+        train(command)
         done = find_runs(folder)
     return done[0]
 

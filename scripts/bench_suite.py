@@ -60,19 +60,25 @@ def target(name: str, runs: list[Run], ceiling: np.ndarray) -> tuple[float, str]
 
 
 
+def train(arguments: list[str]) -> None:
+    """``rlhp-train <arguments>``, its console quiet; a failed run ends the benchmark with rlhp-train's own exit
+    status, its reason already on stderr (a stopped sweep: how to continue it, which is the benchmark again)."""
+    code = subprocess.run([str(BIN / "rlhp-train"), *arguments], stdout=subprocess.DEVNULL).returncode
+    if code:
+        raise SystemExit(code)
+
+
 def sweep(folder: Path, overrides: list[str], jobs: int) -> list[Run]:
     """The finished runs of ``rlhp-train -m <overrides>`` in ``folder``, running it unless all finished (a sweep
     stopped part-way continues: its finished runs are kept, its stopped ones resume)."""
     runs = find_runs(folder) if folder.is_dir() else []
     expected = np.prod([len(o.split("=", 1)[1].split(",")) for o in overrides if "," in o])
     if len(runs) < expected or any(r.status != "finished" for r in runs):
-        command = [str(BIN / "rlhp-train"), "-m", *overrides, "logger=none", "hydra/launcher=joblib",
-                   f"hydra.launcher.n_jobs={jobs}", f"hydra.sweep.dir={folder}"]
-        print(f"$ {' '.join(command)}", flush=True)
+        command = ["-m", *overrides, "logger=none", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}",
+                   f"hydra.sweep.dir={folder}"]
+        print(f"$ {BIN / 'rlhp-train'} {' '.join(command)}", flush=True)
         start = time.perf_counter()
-        code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-        if code:  # rlhp-train said why on stderr (a stopped sweep: how to continue it, which is this script again)
-            raise SystemExit(code)
+        train(command)
         print(f"  {time.perf_counter() - start:.0f} s", flush=True)
         runs = find_runs(folder)
     return [r for r in runs if r.status == "finished"]

@@ -15,14 +15,13 @@ share of the labels trained on that came from the random annotator, and how many
 from __future__ import annotations
 
 import argparse
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
-from bench_suite import BIN, cell
+from bench_suite import cell, train
 from docblock import add_run_options, show
 
 from rlhp.data.hf import load_saved
@@ -50,9 +49,8 @@ def run_labelled(folder: Path, overrides: list[str], people: list[ScriptedAnnota
         with ExitStack() as stack:
             for person in people:
                 stack.enter_context(person)
-            subprocess.run([str(BIN / "rlhp-train"), *overrides, "gatherer=human", "querent=web", "gatherer.port=0",
-                            "logger=none", f"seed={seed}", f"hydra.run.dir={folder}"], check=True,
-                           stdout=subprocess.DEVNULL)
+            train([*overrides, "gatherer=human", "querent=web", "gatherer.port=0", "logger=none", f"seed={seed}",
+                   f"hydra.run.dir={folder}"])
     return find_runs(folder)[0]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,3 +27,12 @@ def test_reward_trainings_share_counts_what_the_loop_waited_for():
                     {"time_sample_s": 1.0, "time_reward_training_s": 3.0, "time_agent_training_s": 6.0,
                      "time_reward_wait_s": 0.5}]
     assert reward_share([run(synchronous), run(asynchronous)]) == pytest.approx([30.0, 100 * 3.5 / 17.5])
+
+
+def test_a_failed_run_ends_a_benchmark_with_rlhp_trains_reason_and_no_traceback(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_learners.py"
+    done = subprocess.run([sys.executable, str(script), "--env", "Pendulum-v1", "--agents", "sac", "--steps", "100",
+                           "--override", "agent.not_a_key=1", "--root", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "not_a_key" in done.stderr
+    assert "Traceback" not in done.stderr
