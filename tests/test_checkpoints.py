@@ -95,6 +95,8 @@ LOUD_LIBRARY = """
 import warnings
 
 warnings.simplefilter("default")  # as dm_control's composer does at its import
+warnings.warn("a library imported after it is deprecated", DeprecationWarning)
+warnings.warn("worth reading", UserWarning)
 
 
 class Loop:
@@ -110,12 +112,15 @@ def test_loading_a_checkpoint_leaves_the_warnings_shown_as_they_were_whatever_it
                                                                                               monkeypatch):
     (tmp_path / "loud_library.py").write_text(LOUD_LIBRARY)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True):  # its first import, here: warnings not under test
         from loud_library import Loop
     run = RunFolder(tmp_path / "run")
     path = save_checkpoint(run, Loop(), "iter_0000", RunRecord(OmegaConf.create({"seed": 0}), []))
     monkeypatch.delitem(sys.modules, "loud_library")  # a new process imports it as it unpickles the loop
-    before = list(warnings.filters)
-    loop, _, _ = load_checkpoint(path)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python's default outside __main__
+        before = list(warnings.filters)
+        loop, _, _ = load_checkpoint(path)
+        assert warnings.filters == before
     assert type(loop).__module__ == "loud_library" and "loud_library" in sys.modules
-    assert warnings.filters == before
+    assert [(w.category, str(w.message)) for w in shown] == [(UserWarning, "worth reading")]

@@ -238,9 +238,13 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
     token = _STORE.set(_Chunks(RunFolder(path.parent.parent).chunks_dir))  # <run>/checkpoints/<name>
     try:
         # Unpickling imports the parts' libraries; dm_control's composer turns on every DeprecationWarning of
-        # every library for the whole process at its import, and the console would show them all from then on.
-        with warnings.catch_warnings():
+        # every library for the whole process at its import, so the libraries imported after it (SBX's
+        # tensorflow-probability) would warn on the console. The filters come back after the load, and the
+        # warnings it raised are replayed under them: a fresh run shows the same.
+        with warnings.catch_warnings(record=True) as raised:
             saved = torch.load(path / "resume.pt", weights_only=False)
+        for each in raised:
+            warnings.warn_explicit(each.message, each.category, each.filename, each.lineno)
         config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
         cfg = OmegaConf.create(config_yaml)
         overrides = list(OmegaConf.create(overrides_yaml))
