@@ -24,7 +24,6 @@ says "not yet run", never a guess.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import os
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np  # noqa: E402
 from bench_suite import cell, seeds, sweep  # noqa: E402
 from docblock import add_run_options, show  # noqa: E402
 from hydra import compose, initialize_config_module  # noqa: E402
+from ledger import merge_rows, read_rows, write_rows  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from rlhp.report.folders import Run  # noqa: E402
@@ -116,11 +116,8 @@ def remember_variant(path: Path, variant: str, overrides: list[str]) -> None:
         raise SystemExit(f"variant {variant!r} was recorded with the overrides {variants[variant]!r} ({path}); these "
                          f"are {said!r}: name this change with another --variant")
     variants[variant] = said
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, VARIANT_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({"variant": v, "overrides": o} for v, o in sorted(variants.items()))
+    write_rows(path, [{"variant": v, "overrides": o} for v, o in variants.items()], VARIANT_FIELDS,
+               lambda r: r["variant"])
 
 
 def variant_lines(methods: list[str], variants: dict[str, str]) -> list[str]:
@@ -158,33 +155,19 @@ def rounds(task: str, method: str, run: Run) -> list[dict[str, str]]:
 def read_ledger(path: Path, fields: list[str] = FIELDS) -> list[dict[str, str]]:
     """The rows of the ledger (or, with ``CURVE_FIELDS`` or ``VARIANT_FIELDS``, of the curves' or variants' file); none
     when it does not exist yet."""
-    if not path.exists():
-        return []
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-    if reader.fieldnames != fields:
-        raise SystemExit(f"{path} is not a ledger of B-Pref runs: its columns are {reader.fieldnames}, not {fields}")
-    return rows
+    return read_rows(path, fields, "B-Pref runs")
 
 
 def write_ledger(path: Path, rows: list[dict[str, str]], fields: list[str] = FIELDS) -> None:
     """Write ``rows`` sorted by task, method, steps, seed (and round), so that the file's diffs show what changed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: (r["task"], r["method"], int(r["steps"]), int(r["seed"]),
-                                                     int(r.get("timesteps", 0)))))
+    write_rows(path, rows, fields, lambda r: (r["task"], r["method"], int(r["steps"]), int(r["seed"]),
+                                              int(r.get("timesteps", 0))))
 
 
 def merge(ledger: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
     """``ledger`` with ``new`` rows added; new rows replace the rows of the same task, method, seed and steps (a
     run's row, or all its rounds)."""
-    def key(row: dict[str, str]) -> tuple[str, ...]:
-        return row["task"], row["method"], row["seed"], row["steps"]
-    replaced = {key(r) for r in new}
-    return [r for r in ledger if key(r) not in replaced] + new
+    return merge_rows(ledger, new, ("task", "method", "seed", "steps"))
 
 
 def largest_budget(rows: list[dict[str, str]]) -> tuple[int, list[dict[str, str]]]:
