@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,15 @@ def target(name: str, runs: list[Run], ceiling: np.ndarray) -> tuple[float, str]
 
 
 
-def train(arguments: list[str]) -> None:
+def train(arguments: list[str], cpus: Collection[int] = ()) -> None:
     """``rlhp-train <arguments>``, its console quiet; a failed run ends the benchmark with rlhp-train's own exit
-    status, its reason already on stderr (a stopped sweep: how to continue it, which is the benchmark again)."""
-    code = subprocess.run([str(BIN / "rlhp-train"), *arguments], stdout=subprocess.DEVNULL).returncode
+    status, its reason already on stderr (a stopped sweep: how to continue it, which is the benchmark again).
+    ``cpus``: the cores the run may use (none named: all), so that runs side by side cannot take each other's, a
+    JAX agent's thread pool included."""
+    def pin() -> None:
+        os.sched_setaffinity(0, cpus)
+    code = subprocess.run([str(BIN / "rlhp-train"), *arguments], stdout=subprocess.DEVNULL,
+                          preexec_fn=pin if cpus else None).returncode
     if code:
         raise SystemExit(code)
 

@@ -32,7 +32,8 @@ def test_reward_trainings_share_counts_what_the_loop_waited_for():
 def test_a_failed_run_ends_a_benchmark_with_rlhp_trains_reason_and_no_traceback(tmp_path):
     script = Path(__file__).resolve().parents[1] / "scripts" / "bench_learners.py"
     done = subprocess.run([sys.executable, str(script), "--env", "Pendulum-v1", "--agents", "sac", "--steps", "100",
-                           "--override", "agent.not_a_key=1", "--root", str(tmp_path)], capture_output=True, text=True)
+                           "--override", "agent.not_a_key=1", "--root", str(tmp_path),
+                           "--ledger", str(tmp_path / "runs.csv")], capture_output=True, text=True)
     assert done.returncode == 1
     assert "not_a_key" in done.stderr
     assert "Traceback" not in done.stderr

@@ -15,7 +15,7 @@ from rlhp.experiment.compose import compose
 from rlhp.runs import RunFolder
 
 SAC = ["debug=fast", "env=gym", "env.id=Pendulum-v1", "agent=sac", "agent.learning_starts=100",
-       "agent.buffer_size=100000", "+agent.policy_kwargs.net_arch=[32,32]", "reward_net.use_action=true",
+       "agent.buffer_size=100000", "++agent.policy_kwargs.net_arch=[32,32]", "reward_net.use_action=true",
        "keep_checkpoints=1"]  # small nets: what a round writes is then mostly the buffer's
 
 

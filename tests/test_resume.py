@@ -247,7 +247,7 @@ def test_sigterm_during_an_experts_training_keeps_what_was_trained(tmp_path):
 # steps, 256 a round, of which CrossQ's take half its time.
 OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "total_timesteps=1024", "env=gym",
               "env.id=Pendulum-v1", "agent=sac",
-              "agent.learning_starts=200", "agent.buffer_size=200000", "+agent.policy_kwargs.net_arch=[32,32]",
+              "agent.learning_starts=200", "agent.buffer_size=200000", "++agent.policy_kwargs.net_arch=[32,32]",
               "reward_net.use_action=true"]
 
 

@@ -1,0 +1,59 @@
+"""The learners' benchmark: its ledger of runs and its table against the baseline's largest budget."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_learners import FIELDS, table  # noqa: E402
+from ledger import read_rows  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_learners.py"
+
+
+def row(agent: str = "sac", steps: int = 300_000, seed: int = 0, ret: float = 5000.0, wall: float = 60.0,
+        env: str = "HalfCheetah-v5", overrides: str = "") -> dict[str, str]:
+    return {"env": env, "agent": agent, "overrides": overrides, "steps": str(steps), "seed": str(seed),
+            "steps_per_s": "80.0", "return": f"{ret:.1f}", "wall_min": f"{wall:.1f}", "machine": "m", "date": "d"}
+
+
+def test_each_budget_is_set_against_the_baselines_largest_on_its_own_env():
+    ledger = [row(ret=4000.0, wall=60.0), row(seed=1, ret=6000.0, wall=66.0),  # SAC at 300k: 5000.0, 63 min
+              row(steps=50_000, ret=100.0, wall=10.0),  # a smaller SAC budget: not the one set against
+              row("crossq", 50_000, ret=5500.0, wall=20.0), row("crossq", 50_000, seed=1, ret=4700.0, wall=22.0),
+              row("crossq", 50_000, ret=9.0, wall=1.0, overrides="+agent.x=1"),
+              row("crossq", 50_000, ret=1.0, wall=1.0, env="Hopper-v5")]  # no SAC on Hopper: nothing to set against
+    lines = table(ledger, "sac")
+    assert len(lines) == 5
+    crossq = next(line for line in lines if "`crossq` |" in line and "HalfCheetah" in line)
+    assert "| 50,000 | 0, 1 |" in crossq and "| 5100.0 ± " in crossq and "| 5500.0, 4700.0 |" in crossq
+    assert "| 21.0 | 0.33x the wall, +100.0 return (at 300,000: 5000.0) |" in crossq
+    assert "0.02x the wall, -4991.0 return" in next(line for line in lines if "+agent.x=1" in line)
+    assert lines[0].startswith("| HalfCheetah-v5 | `sac` | 50,000 |") and "0.16x the wall" in lines[0]
+    assert lines[1].startswith("| HalfCheetah-v5 | `sac` | 300,000 |") and lines[1].endswith("| 63.0 | — |")
+    assert lines[-1].startswith("| Hopper-v5 | `crossq` |") and lines[-1].endswith("| — |")
+
+
+def test_a_budget_per_agent_or_one_for_all():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--agents", "sac", "crossq", "--steps", "1", "2", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "one per agent (2), not 3" in done.stderr
+
+
+@pytest.mark.slow
+def test_runs_are_recorded_in_the_ledger_and_reused(tmp_path):
+    ledger = tmp_path / "runs.csv"
+    command = [sys.executable, str(SCRIPT), "--env", "Pendulum-v1", "--agents", "sac", "td3", "--steps", "600", "400",
+               "--jobs", "2", "--root", str(tmp_path / "runs"), "--ledger", str(ledger), "--machine", "here"]
+    first = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert first.stdout.count("$ rlhp-train") == 2
+    rows = read_rows(ledger, FIELDS, "learner runs")
+    assert sorted((r["agent"], r["steps"], r["machine"]) for r in rows) == [("sac", "600", "here"),
+                                                                             ("td3", "400", "here")]
+    assert "| Pendulum-v1 | `td3` | 400 | 0 |" in first.stdout and "x the wall" in first.stdout
+    again = subprocess.run(command, capture_output=True, text=True, check=True)  # finished runs are reused
+    assert "$ rlhp-train" not in again.stdout and read_rows(ledger, FIELDS, "learner runs") == rows
