@@ -66,10 +66,10 @@ def train(arguments: list[str], cpus: Collection[int] = ()) -> None:
     status, its reason already on stderr (a stopped sweep: how to continue it, which is the benchmark again).
     ``cpus``: the cores the run may use (none named: all), so that runs side by side cannot take each other's, a
     JAX agent's thread pool included."""
-    def pin() -> None:
-        os.sched_setaffinity(0, cpus)
-    code = subprocess.run([str(BIN / "rlhp-train"), *arguments], stdout=subprocess.DEVNULL,
-                          preexec_fn=pin if cpus else None).returncode
+    process = subprocess.Popen([str(BIN / "rlhp-train"), *arguments], stdout=subprocess.DEVNULL)
+    if cpus:  # set from here, not in the child (preexec_fn is unsafe beside threads): the run's threads inherit it
+        os.sched_setaffinity(process.pid, cpus)
+    code = process.wait()
     if code:
         raise SystemExit(code)
 
