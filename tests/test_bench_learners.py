@@ -25,17 +25,19 @@ def row(agent: str = "sac", steps: int = 300_000, seed: int = 0, ret: float = 50
 def test_each_budget_is_set_against_the_baselines_largest_on_its_own_env():
     ledger = [row(ret=4000.0, wall=60.0), row(seed=1, ret=6000.0, wall=66.0),  # SAC at 300k: 5000.0, 63 min
               row(steps=50_000, ret=100.0, wall=10.0),  # a smaller SAC budget: not the one set against
+              row(steps=1_000_000, ret=1.0, wall=1.0, overrides="+agent.y=2"),  # another SAC: not the baseline
               row("crossq", 50_000, ret=5500.0, wall=20.0), row("crossq", 50_000, seed=1, ret=4700.0, wall=22.0),
               row("crossq", 50_000, ret=9.0, wall=1.0, overrides="+agent.x=1"),
               row("crossq", 50_000, ret=1.0, wall=1.0, env="Hopper-v5")]  # no SAC on Hopper: nothing to set against
     lines = table(ledger, "sac")
-    assert len(lines) == 5
+    assert len(lines) == 6
     crossq = next(line for line in lines if "`crossq` |" in line and "HalfCheetah" in line)
     assert "| 50,000 | 0, 1 |" in crossq and "| 5100.0 ± " in crossq and "| 5500.0, 4700.0 |" in crossq
     assert "| 21.0 | 0.33x the wall, +100.0 return (at 300,000: 5000.0) |" in crossq
     assert "0.02x the wall, -4991.0 return" in next(line for line in lines if "+agent.x=1" in line)
     assert lines[0].startswith("| HalfCheetah-v5 | `sac` | 50,000 |") and "0.16x the wall" in lines[0]
     assert lines[1].startswith("| HalfCheetah-v5 | `sac` | 300,000 |") and lines[1].endswith("| 63.0 | — |")
+    assert lines[2].startswith("| HalfCheetah-v5 | `sac` `+agent.y=2` | 1,000,000 |") and "0.02x the wall" in lines[2]
     assert lines[-1].startswith("| Hopper-v5 | `crossq` |") and lines[-1].endswith("| — |")
 
 
