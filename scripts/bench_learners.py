@@ -25,7 +25,7 @@ from pathlib import Path
 from queue import Queue
 
 import numpy as np
-from bench_suite import train
+from bench_suite import finished_run, train
 from docblock import add_run_options, show
 from ledger import Row, merge_rows, read_rows, write_rows
 
@@ -40,22 +40,22 @@ LEDGER = Path(__file__).resolve().parents[1] / "docs" / "data" / "learner_runs.c
 
 def run(folder: Path, env: str, agent: str, steps: int, seed: int, overrides: list[str], cpus: Queue) -> Run:
     """The finished run of ``agent`` on ``env`` at ``seed``, trained (on a core taken from ``cpus``) unless it
-    already finished."""
-    done = [r for r in find_runs(folder) if r.status == "finished"] if folder.is_dir() else []
-    if not done:
+    already finished with these settings."""
+    # One env: an off-policy learner's one gradient step per env step, as its published settings take it.
+    command = ["reward_learning=none", "env=gym", f"env.id={env}", "env.n_envs=1", f"agent={agent}",
+               f"total_timesteps={steps}", f"seed={seed}", "logger=none", f"hydra.run.dir={folder}", *overrides]
+    done = finished_run(folder, command)
+    if done is None:
         if folder.exists():
             raise SystemExit(f"{folder} holds an unfinished run: remove it")
-        # One env: an off-policy learner's one gradient step per env step, as its published settings take it.
-        command = ["reward_learning=none", "env=gym", f"env.id={env}", "env.n_envs=1", f"agent={agent}",
-                   f"total_timesteps={steps}", f"seed={seed}", "logger=none", f"hydra.run.dir={folder}", *overrides]
         core = cpus.get()
         print(f"$ rlhp-train {' '.join(command)}  (core {core})", flush=True)
         try:
             train(command, cpus={core})
         finally:
             cpus.put(core)
-        done = find_runs(folder)
-    return done[0]
+        done = find_runs(folder)[0]
+    return done
 
 
 def speed(run: Run) -> float:
@@ -82,15 +82,16 @@ def table(ledger: list[Row], baseline: str) -> list[str]:
     for r in sorted(ledger, key=lambda r: (r["env"], r["agent"] != baseline, r["agent"], r["overrides"],
                                            int(r["steps"]), int(r["seed"]))):
         groups.setdefault((r["env"], r["agent"], r["overrides"], r["steps"]), []).append(r)
+    baselines = [k for k in groups if k[1] == baseline and not k[2]]  # its runs without overrides
+    tops = {k[0]: max((b for b in baselines if b[0] == k[0]), key=lambda b: int(b[3])) for k in baselines}
     lines = []
     for (env, agent, overrides, steps), rows in groups.items():
         returns = np.array([float(r["return"]) for r in rows])
         wall = np.mean([float(r["wall_min"]) for r in rows])
         mean, half = mean_ci(returns)
         ci = f" ± {float(half):.1f}" if len(rows) > 1 else ""
-        budgets = [k for k in groups if k[0] == env and k[1] == baseline and not k[2]]
         against = "—"
-        if budgets and (env, agent, overrides, steps) != (top := max(budgets, key=lambda k: int(k[3]))):
+        if (top := tops.get(env)) and top != (env, agent, overrides, steps):
             base = groups[top]
             base_wall = np.mean([float(r["wall_min"]) for r in base])
             base_return = np.mean([float(r["return"]) for r in base])

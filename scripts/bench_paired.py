@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from bench_suite import BIN, wall
+from bench_suite import BIN, finished_run, wall
 from docblock import add_run_options, show
 
-from rlhp.report.folders import Run, find_runs, overrides_by_key
+from rlhp.report.folders import Run, find_runs
 
 
 def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], sequential: bool) -> tuple[Run, Run]:
@@ -38,11 +38,7 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], seque
     folders = {"loop": root / "loop" / str(seed), "ceiling": root / "ceiling" / str(seed)}
     settings = {k: [f"experiment={experiment}", f"seed={seed}", "logger=none", *overrides, *extra]
                 for k, extra in (("loop", []), ("ceiling", ["reward_learning=none"]))}
-    done = {k: [r for r in find_runs(f) if r.status == "finished"] if f.is_dir() else [] for k, f in folders.items()}
-    for k, runs in done.items():  # a finished run is reused only for the settings it ran with
-        if runs and runs[0].overrides != overrides_by_key(settings[k]):
-            ran = " ".join(f"{key}={value}" for key, value in runs[0].overrides.items())
-            raise SystemExit(f"{folders[k]} holds a run of other settings ({ran}); give another --root")
+    done = {k: finished_run(f, settings[k]) for k, f in folders.items()}
     if not all(done.values()):
         if any(f.exists() for f in folders.values()):
             raise SystemExit(f"{root} holds an unfinished pair for seed {seed}: remove {folders['loop']} and "
@@ -57,8 +53,8 @@ def run_pair(root: Path, experiment: str, seed: int, overrides: list[str], seque
         codes = [start(k).wait() for k in folders] if sequential else [p.wait() for p in map(start, folders)]
         if any(codes):  # both waited for, even when the first failed
             raise SystemExit(f"seed {seed}: a run failed; its train.log is in {root}")
-        done = {k: find_runs(f) for k, f in folders.items()}
-    return done["loop"][0], done["ceiling"][0]
+        done = {k: find_runs(f)[0] for k, f in folders.items()}
+    return done["loop"], done["ceiling"]
 
 
 def main() -> None:

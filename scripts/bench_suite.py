@@ -31,7 +31,7 @@ import numpy as np
 from docblock import show
 from hydra.utils import instantiate
 
-from rlhp.report.folders import Run, find_runs
+from rlhp.report.folders import Run, find_runs, overrides_by_key
 from rlhp.report.stats import mean_ci
 from rlhp.sources.policies import random_policy
 from rlhp.sources.rollout import rollout
@@ -59,6 +59,16 @@ def target(name: str, runs: list[Run], ceiling: np.ndarray) -> tuple[float, str]
     bar = floor + FRACTION_OF_CEILING * (ceiling.mean() - floor)
     return bar, f"≥ {bar:.1f}: {FRACTION_OF_CEILING:.0%} from random, {floor:.1f}, to the ceiling"
 
+
+
+def finished_run(folder: Path, settings: list[str]) -> Run | None:
+    """The finished run in ``folder``, to reuse in place of running ``settings`` again; none when it holds no
+    finished run. Refused when the run there ran other settings, whose results would be read as these."""
+    done = [r for r in find_runs(folder) if r.status == "finished"] if folder.is_dir() else []
+    if done and done[0].overrides != overrides_by_key(settings):
+        ran = " ".join(f"{key}={value}" for key, value in done[0].overrides.items())
+        raise SystemExit(f"{folder} holds a run of other settings ({ran}); give another --root")
+    return done[0] if done else None
 
 
 def train(arguments: list[str], cpus: Collection[int] = ()) -> None:

@@ -61,3 +61,6 @@ def test_runs_are_recorded_in_the_ledger_and_reused(tmp_path):
     assert "| Pendulum-v1 | `td3` | 400 | 0 |" in first.stdout and "x the wall" in first.stdout
     again = subprocess.run(command, capture_output=True, text=True, check=True)  # finished runs are reused
     assert "$ rlhp-train" not in again.stdout and read_rows(ledger, FIELDS, "learner runs") == rows
+    other = subprocess.run([*command, "--override", "agent.gamma=0.98"], capture_output=True, text=True)
+    assert other.returncode == 1 and "holds a run of other settings" in other.stderr  # not read as these settings
+    assert read_rows(ledger, FIELDS, "learner runs") == rows
