@@ -151,8 +151,8 @@ def test_multirun_sweeps_into_the_sweep_folder(tmp_path):
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["agent=foo"],
-     "config group `agent` has no option 'foo'; its options are a2c, crossq, dqn, iql, ppo, sac, sbx_sac, td3, td3bc, "
-     "tqc"),
+     "config group `agent` has no option 'foo'; its options are a2c, crossq, dqn, iql, ppo, sac, sbx_ppo, sbx_sac, "
+     "td3, td3bc, tqc"),
     (["total_timesteps=abc"], "config key `total_timesteps` must be an integer, got 'abc'"),
     (["total_comparisons=-5"], "config key `total_comparisons` must be at least 1, got -5"),
     (["reward_trainer.batch_size=30", "reward_trainer.minibatch_size=8"],
@@ -251,6 +251,7 @@ def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train
     ("hparams_search=cartpole", "hparams_search", "Hydra's Optuna sweeper", "search"),
     ("hydra/launcher=ray", "hydra/launcher", "Hydra's Ray launcher", "ray"),
     ("agent=crossq", "agent", "SBX's JAX agents", "jax"),
+    ("agent=sbx_ppo", "agent", "SBX's JAX agents", "jax"),
 ])
 def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_path, override, key, what, extra):
     # The entry point as installed, with the extra's plugin absent (it is installed in the test venv).

@@ -274,7 +274,8 @@ def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_ag
 
     from rlhp.offline.algorithm import d3rlpy_module
     from rlhp.sources.domains import DOMAINS, OFFLINE_DOMAINS
-    arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ)
+    arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ,
+                                   sbx.PPO)
                  for name in inspect.signature(algo.__init__).parameters}
     assert set(DOMAINS) <= arguments
     algos = d3rlpy_module().algos
@@ -314,3 +315,20 @@ def test_sb3_domains_refuse_what_lies_outside_and_accept_what_lies_inside(name, 
             check_domains(functools.partial(sb3.PPO, **{name: value}))
     for value in good:
         check_domains(functools.partial(sb3.PPO, **{name: value}))
+
+
+def test_an_sbx_agent_given_a_torch_feature_extractor_is_refused_naming_it():
+    # SB3's agents run the MinAtar experiments' torch CNN; SBX's (JAX) would fail inside flax with a type error.
+    import functools
+
+    import sbx
+    import stable_baselines3 as sb3
+
+    from rlhp.sources.domains import check_domains
+    from rlhp.sources.extractors import SmallGridCNN
+    torch_cnn = {"policy": "CnnPolicy", "policy_kwargs": {"features_extractor_class": SmallGridCNN}}
+    with pytest.raises(ConfigError, match=r"`agent.policy_kwargs.features_extractor_class` is a torch network, "
+                                          r"which SBX's PPO \(JAX\) cannot run"):
+        check_domains(functools.partial(sbx.PPO, **torch_cnn))
+    check_domains(functools.partial(sb3.PPO, **torch_cnn))
+    check_domains(functools.partial(sbx.PPO, policy="CnnPolicy"))

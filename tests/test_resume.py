@@ -276,6 +276,23 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     assert loaded.predict(np.zeros(3, np.float32), deterministic=True)[0].shape == (1,)
 
 
+def test_an_sbx_ppo_run_killed_resumes_to_the_same_result_and_its_agent_loads_with_sbx_alone(tmp_path):
+    # SBX's PPO (JAX) keeps its random key with the policy; a resume that drew a fresh one would act otherwise.
+    overrides = [*RUN, "agent=sbx_ppo"]
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run_dir = tmp_path / "run"
+    killed = run_killed(*MOMENTS["before agent training (round 3)"], *overrides, f"hydra.run.dir={run_dir}",
+                        cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert_loads_in_a_fresh_interpreter(run_dir)
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(whole)
+    loaded = sbx.PPO.load(run_dir / "checkpoints" / "final" / "agent.zip", device="cpu")
+    assert int(loaded.predict(np.zeros(4, np.float32), deterministic=True)[0]) in (0, 1)
+
+
 def test_a_refused_command_leaves_the_run_folder_as_it_was(tmp_path):
     missing = tmp_path / "nowhere"
     proc = run_cli("rlhp-train", f"resume={missing}", cwd=tmp_path, check=False)

@@ -2,6 +2,7 @@
 
 import contextlib
 import functools
+import importlib
 import pickle
 
 import numpy as np
@@ -356,9 +357,12 @@ def test_pebble_trains_on_state_entropy_once_before_the_first_sample():
     assert "unsupervised_steps" not in source.metrics() and source.algorithm.num_timesteps == 512
 
 
-def test_an_on_policy_rollout_is_paid_its_learned_reward_in_one_pass_as_it_would_be_step_by_step(monkeypatch):
-    # Truncated 20-step episodes inside 64-step rollouts: SB3 adds a value bootstrap to a truncated step's reward,
-    # which must survive the later payment. No output normalisation, so both ways score the same rewards.
+@pytest.mark.parametrize("library", ["stable_baselines3", "sbx"])
+def test_an_on_policy_rollout_is_paid_its_learned_reward_in_one_pass_as_it_would_be_step_by_step(monkeypatch,
+                                                                                                  library):
+    # Truncated 20-step episodes inside 64-step rollouts: the library adds a value bootstrap to a truncated step's
+    # reward, which must survive the later payment. No output normalisation, so both ways score the same rewards.
+    ppo = importlib.import_module(library).PPO
     def rollout_buffer(per_step: bool) -> tuple[object, int]:
         torch.manual_seed(0)
         net = RewardNet(*ENV.spaces(), hidden_sizes=[8], normalize_output=False)
@@ -368,7 +372,7 @@ def test_an_on_policy_rollout_is_paid_its_learned_reward_in_one_pass_as_it_would
         if per_step:  # the step-by-step way: nothing deferred, nothing paid at a rollout's end
             monkeypatch.setattr(RewardVecEnvWrapper, "deferred", contextlib.nullcontext)
             monkeypatch.setattr(agent_module.PayRollout, "_on_rollout_end", lambda self: None)
-        source = AgentTrainer(functools.partial(PPO, "MlpPolicy", device="cpu", n_steps=64, batch_size=64,
+        source = AgentTrainer(functools.partial(ppo, "MlpPolicy", device="cpu", n_steps=64, batch_size=64,
                                                 n_epochs=1), ENV, net, seed=0, rng=np.random.default_rng(0),
                               max_episode_steps=20)
         source.train(256)

@@ -147,6 +147,7 @@ EXTRAS = {
     "agent=sbx_sac": ("sbx", "jax", "SBX's JAX agents"),
     "agent=tqc": ("sbx", "jax", "SBX's JAX agents"),
     "agent=crossq": ("sbx", "jax", "SBX's JAX agents"),
+    "agent=sbx_ppo": ("sbx", "jax", "SBX's JAX agents"),
 }
 """Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
 

@@ -34,8 +34,8 @@ RELABEL_BYTES = 2**28
 class PayRollout(BaseCallback):
     """Pays an on-policy agent's rollout its learned reward in one batched pass when the rollout ends, instead of
     a pass per env step (on MinAtar, 25,000 small passes cost a quarter of the agent's own time): the steps got 0
-    (plus SB3's value bootstrap at a truncation, which stays), the reward is added to the rollout buffer, and
-    the returns and advantages are computed again from it."""
+    (plus the library's value bootstrap at a truncation, which stays), the reward is added to the rollout buffer,
+    and so is its share of the advantages and returns."""
 
     def __init__(self, venv: RewardVecEnvWrapper) -> None:
         super().__init__()
@@ -46,8 +46,17 @@ class PayRollout(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         buffer = self.model.rollout_buffer
-        buffer.rewards += self.venv.pay_deferred(RELABEL_BYTES)
-        buffer.compute_returns_and_advantage(last_values=self.locals["values"], dones=self.locals["dones"])
+        paid = self.venv.pay_deferred(RELABEL_BYTES)
+        buffer.rewards += paid
+        # GAE is linear in the rewards, and the values stay: the advantages the library computed grow by the paid
+        # rewards' own GAE. So the rollout's bootstrap value is not needed again (SBX's PPO, unlike SB3's, does
+        # not hand it to the callback).
+        gain, ongoing = np.zeros_like(paid[0]), np.ones_like(paid[0])
+        for step in reversed(range(len(paid))):
+            gain = paid[step] + buffer.gamma * buffer.gae_lambda * ongoing * gain
+            buffer.advantages[step] += gain
+            ongoing = 1.0 - buffer.episode_starts[step]  # whether the step before continues into this one
+        buffer.returns = buffer.advantages + buffer.values
 
 
 class AgentTrainer(TrajectorySource, Agent):

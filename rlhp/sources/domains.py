@@ -131,6 +131,9 @@ def check_domains(algorithm: Callable[..., Any], key: str = "agent") -> None:
     if not isinstance(policy_kwargs, Mapping):
         raise ConfigError(f"{key}.policy_kwargs", f"must be a mapping (e.g. {{net_arch: [64, 64]}}), got "
                           f"{policy_kwargs!r}")
+    if cls.__module__.startswith("sbx.") and "features_extractor_class" in policy_kwargs:
+        raise ConfigError(f"{key}.policy_kwargs.features_extractor_class", f"is a torch network, which SBX's "
+                          f"{cls.__name__} (JAX) cannot run: drop it, or use SB3's agent of the same name")
     net_arch = policy_kwargs.get("net_arch", [])
     widths = net_arch if isinstance(net_arch, Sequence) and not isinstance(net_arch, str) else [net_arch]
     if isinstance(net_arch, Mapping):  # separate actor and critic (pi/vf, pi/qf)
