@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 from bench_suite import cell, seeds, sweep  # noqa: E402
 from docblock import add_run_options, show  # noqa: E402
 from hydra import compose, initialize_config_module  # noqa: E402
+from hydra.errors import HydraException  # noqa: E402
 from ledger import merge_rows, read_rows, write_rows  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
@@ -91,9 +92,13 @@ def first_steps(cfg: DictConfig, steps: int) -> list[str]:
 
 
 def protocol(task: str, overrides: list[str]) -> DictConfig:
-    """The composed config of ``experiment=bpref/<task>`` with ``overrides``."""
+    """The composed config of ``experiment=bpref/<task>`` with ``overrides`` (a method's among them: its settings
+    exist only once it is chosen); refused in a line where an override does not compose."""
     with initialize_config_module("rlhp.conf", version_base="1.3"):
-        return compose("train", [f"experiment=bpref/{task}", *overrides])
+        try:
+            return compose("train", [f"experiment=bpref/{task}", *overrides])
+        except HydraException as error:
+            raise SystemExit(f"experiment=bpref/{task} {' '.join(overrides)}: {error}") from None
 
 
 def ledger_name(method: str, variant: str) -> str:
@@ -304,13 +309,14 @@ def main() -> None:
     ceiling_seeds = args.seeds if args.ceiling_seeds is None else args.ceiling_seeds
     new, new_rounds = [], []
     for task in args.tasks:
-        base = [f"experiment=bpref/{task}", *args.override]
-        if args.steps is not None:
-            base += first_steps(protocol(task, args.override), args.steps)
         for method, sweep_overrides, n in [*((m, [f"method={m}"], args.seeds) for m in args.methods),
                                            (CEILING, ["reward_learning=none"], ceiling_seeds)]:
             if n:
-                runs = sweep(args.root / task / method, [*base, *sweep_overrides, seeds(n, args.first_seed)], args.jobs)
+                overrides = [*args.override, *sweep_overrides]
+                if args.steps is not None:
+                    overrides += first_steps(protocol(task, overrides), args.steps)
+                runs = sweep(args.root / task / method, [f"experiment=bpref/{task}", *overrides,
+                                                         seeds(n, args.first_seed)], args.jobs)
                 name = ledger_name(method, args.variant)
                 new += [record(task, name, run, args.machine) for run in runs]
                 new_rounds += [r for run in runs for r in rounds(task, name, run)]

@@ -128,6 +128,25 @@ def test_more_seeds_run_from_the_first_seed_asked_and_a_negative_one_is_refused(
     assert refused.value.code == 2 and len(swept) == 1
 
 
+def test_a_methods_own_setting_can_be_overridden_with_steps_and_one_no_config_has_is_refused(tmp_path, monkeypatch):
+    import bench_bpref
+
+    swept = []
+    monkeypatch.setattr(bench_bpref, "sweep", lambda folder, overrides, jobs: swept.append(overrides) or [])
+    given = ["bench_bpref.py", "--tasks", "door_open", "--methods", "qpa", "--steps", "150000", "--ceiling-seeds", "0",
+             "--ledger", str(tmp_path / "runs.csv"), "--root", str(tmp_path / "r")]
+    # QPA's recent replay exists only once method=qpa is chosen: the short run's rounds are composed with it.
+    monkeypatch.setattr(sys, "argv", [*given, "--variant", "v", "--override",
+                                      "agent.replay_buffer_kwargs.recent_steps=30000"])
+    bench_bpref.main()
+    assert len(swept) == 1 and {"agent.replay_buffer_kwargs.recent_steps=30000", "method=qpa",
+                                "total_timesteps=150000"} <= set(swept[0])
+    monkeypatch.setattr(sys, "argv", [*given, "--variant", "w", "--override", "agent.no_such=1"])
+    with pytest.raises(SystemExit, match=r"experiment=bpref/door_open agent.no_such=1 method=qpa: .*no_such"):
+        bench_bpref.main()
+    assert len(swept) == 1
+
+
 def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
     folder = RunFolder(tmp_path / "run")
     folder.write_record(OmegaConf.create({"seed": 7}), ["seed=7"])
