@@ -28,6 +28,10 @@ from rlhp.runs import RunFolder, write_json
 
 log = logging.getLogger(__name__)
 
+SAVING = ("checkpoint_every", "keep_checkpoints")
+"""Keys that say how often a run saves itself, not what it computes: a resumed run takes the command's values
+(a run that must span several sessions can be saved more often from its next start on)."""
+
 
 def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
     """Run as configured, in ``launch``'s run folder; return the final evaluation (``eval.json``: with
@@ -109,7 +113,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
     overrides it runs under and whether it is new. A folder that holds checkpoints resumes by itself when the
     config is the same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved
-    config."""
+    config. Either way the :data:`SAVING` keys may change: the command's values apply from then on."""
     if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
         raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
     if run.finished():
@@ -123,8 +127,14 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
         run.write_record(cfg, overrides)  # a folder holding an older record keeps it until now
         return loop, cfg, overrides, True
     path, loop, saved, saved_overrides = found
+    # The saving keys are the command's: those it names after resume=, all of them when it is the same command.
+    named = {_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)
+    saved = saved.copy()
+    for key in named:
+        saved[key] = cfg[key]  # keys that interpolate them (the checkpoint callback's) follow
+    saved_overrides = [o for o in saved_overrides if _key(o) not in named] + [o for o in overrides if _key(o) in named]
     if cfg.resume is not None:
-        extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))]
+        extra = [o for o in overrides if not o.startswith(("resume=", "hydra.")) and _key(o) not in SAVING]
         if extra:
             raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
                               f"drop the other overrides {extra} or start a new run")
@@ -135,6 +145,11 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
                               f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
     log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
     return loop, saved, saved_overrides, False
+
+
+def _key(override: str) -> str:
+    """The dotted key an override sets (``+a.b=1``, ``~a.b``: ``a.b``)."""
+    return override.split("=", 1)[0].lstrip("+~")
 
 
 def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
