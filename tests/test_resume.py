@@ -147,14 +147,15 @@ def test_a_second_ctrl_c_stops_at_once_with_one_line(tmp_path):
     assert err.strip().splitlines()[-1] == "rlhp-train: interrupted; the last checkpoint is kept"
 
 
-def test_a_resumed_run_saves_as_its_new_command_says(tmp_path, uninterrupted):
+@pytest.mark.parametrize("how", ["the same command", "resume="])
+def test_a_resumed_run_saves_as_its_new_command_says(tmp_path, uninterrupted, how):
     """How often a run saves itself may change when it resumes; what it computes may not."""
     run_dir = tmp_path / "run"
     run_killed(*MOMENTS["before agent training (round 3)"], *RUN, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     refused = run_cli("rlhp-train", f"resume={run_dir}", "checkpoint_every=3", "seed=9", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "drop the other overrides ['seed=9']" in refused.stderr
-    run_cli("rlhp-train", *RUN[:-1], "keep_checkpoints=3", "checkpoint_every=3", f"hydra.run.dir={run_dir}",
-            cwd=tmp_path)
+    again = [*RUN[:-1], f"hydra.run.dir={run_dir}"] if how == "the same command" else [f"resume={run_dir}"]
+    run_cli("rlhp-train", *again, "keep_checkpoints=3", "checkpoint_every=3", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((uninterrupted / "eval.json").read_text())
     # Saved every round up to round 2, then at round 3 and the last; the newest three of them kept.
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["final", "iter_0002", "iter_0003",
