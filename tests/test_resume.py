@@ -154,6 +154,8 @@ def test_a_resumed_run_saves_as_its_new_command_says(tmp_path, uninterrupted, ho
     run_killed(*MOMENTS["before agent training (round 3)"], *RUN, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     refused = run_cli("rlhp-train", f"resume={run_dir}", "checkpoint_every=3", "seed=9", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "drop the other overrides ['seed=9']" in refused.stderr
+    nonsense = run_cli("rlhp-train", f"resume={run_dir}", "keep_checkpoints=0", cwd=tmp_path, check=False)
+    assert nonsense.returncode == 2 and "keep_checkpoints" in nonsense.stderr and "Traceback" not in nonsense.stderr
     again = [*RUN[:-1], f"hydra.run.dir={run_dir}"] if how == "the same command" else [f"resume={run_dir}"]
     run_cli("rlhp-train", *again, "keep_checkpoints=3", "checkpoint_every=3", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((uninterrupted / "eval.json").read_text())

@@ -18,7 +18,7 @@ from rlhp.demos.bc import BehaviourCloning, clone_and_evaluate
 from rlhp.errors import ConfigError, RunError, Stopped
 from rlhp.experiment.checkpoints import RunRecord, latest_loadable
 from rlhp.experiment.compose import compose, describe
-from rlhp.experiment.config import build
+from rlhp.experiment.config import build, validate_train
 from rlhp.experiment.evaluation import evaluate, headline
 from rlhp.experiment.launch import Launch
 from rlhp.experiment.stops import StopRequest
@@ -132,6 +132,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     saved = saved.copy()
     for key in named:
         saved[key] = cfg[key]  # keys that interpolate them (the checkpoint callback's) follow
+    validate_train(saved)  # the command's values of them are checked as a new run's are
     saved_overrides = [o for o in saved_overrides if _key(o) not in named] + [o for o in overrides if _key(o) in named]
     if cfg.resume is not None:
         extra = [o for o in overrides if not o.startswith(("resume=", "hydra.")) and _key(o) not in SAVING]
