@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, RlhpError, Stopped, StorageError
-from rlhp.experiment.launch import Launch
+from rlhp.experiment.launch import Launch, override_key
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
 from rlhp.runs import RunFolder
@@ -198,7 +198,7 @@ MOVED_GROUPS = {
 def moved_group(argv: list[str]) -> ConfigError | None:
     """The config error for an override of a group by its old name (``crop=temporal``), naming the new key."""
     for override in argv:
-        key = override.lstrip("+~").split("=", 1)[0]
+        key = override_key(override)
         if "=" in override and key in MOVED_GROUPS:
             new, example = MOVED_GROUPS[key]
             return ConfigError(key, f"is now the group {new}, which configures the part it belongs to: write "

@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def override_key(override: str) -> str:
+    """The dotted key a command-line override sets (``+a.b=1``, ``~a.b``: ``a.b``)."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
 @dataclass
 class RunIdentity:
     """Where a run belongs in a tracker: under a sweep, the group is the sweep folder's name, the job

@@ -20,7 +20,7 @@ from rlhp.experiment.checkpoints import RunRecord, latest_loadable
 from rlhp.experiment.compose import compose, describe
 from rlhp.experiment.config import build, validate_train
 from rlhp.experiment.evaluation import evaluate, headline
-from rlhp.experiment.launch import Launch
+from rlhp.experiment.launch import Launch, override_key
 from rlhp.experiment.stops import StopRequest
 from rlhp.logs import CONSOLE
 from rlhp.loop import Loop
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 SAVING = ("checkpoint_every", "keep_checkpoints")
 """Keys that say how often a run saves itself, not what it computes: a resumed run takes the command's values
-(a run that must span several sessions can be saved more often from its next start on)."""
+(a long run can be saved more often from its next start on)."""
 
 
 def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
@@ -128,14 +128,15 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
         return loop, cfg, overrides, True
     path, loop, saved, saved_overrides = found
     # The saving keys are the command's: those it names after resume=, all of them when it is the same command.
-    named = {_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)
+    named = {override_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)
     saved = saved.copy()
     for key in named:
         saved[key] = cfg[key]  # keys that interpolate them (the checkpoint callback's) follow
     validate_train(saved)  # the command's values of them are checked as a new run's are
-    saved_overrides = [o for o in saved_overrides if _key(o) not in named] + [o for o in overrides if _key(o) in named]
+    saved_overrides = [o for o in saved_overrides if override_key(o) not in named] \
+        + [o for o in overrides if override_key(o) in named]
     if cfg.resume is not None:
-        extra = [o for o in overrides if not o.startswith(("resume=", "hydra.")) and _key(o) not in SAVING]
+        extra = [o for o in overrides if not o.startswith(("resume=", "hydra.")) and override_key(o) not in SAVING]
         if extra:
             raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
                               f"drop the other overrides {extra} or start a new run")
@@ -146,11 +147,6 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
                               f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
     log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
     return loop, saved, saved_overrides, False
-
-
-def _key(override: str) -> str:
-    """The dotted key an override sets (``+a.b=1``, ``~a.b``: ``a.b``)."""
-    return override.split("=", 1)[0].lstrip("+~")
 
 
 def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:
