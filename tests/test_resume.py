@@ -167,6 +167,36 @@ def test_a_resumed_run_saves_as_its_new_command_says(tmp_path, uninterrupted, ho
     assert "checkpoint_every: 3" in (final / "config.yaml").read_text()
 
 
+LONG = ["debug=fast", "logger=none", "seed=5", "query_schedule=constant", "total_timesteps=2048", "num_iterations=3",
+        "total_comparisons=24", "initial_comparison_frac=0.25"]
+"""Four rounds of 512 agent steps and 6 comparisons each."""
+LONG_BUDGET = LONG[4:]
+
+
+def test_a_finished_run_runs_on_to_a_longer_budget_as_the_longer_run_would(tmp_path):
+    """``resume=`` with a longer budget continues a finished run; its first rounds must be the longer run's."""
+    whole, short = tmp_path / "whole", tmp_path / "short"
+    run_cli("rlhp-train", *LONG, f"hydra.run.dir={whole}", cwd=tmp_path)
+    # Its first two rounds: as long and as labelled.
+    run_cli("rlhp-train", *LONG[:4], "total_timesteps=1024", "num_iterations=1", "total_comparisons=12",
+            "initial_comparison_frac=0.5", f"hydra.run.dir={short}", cwd=tmp_path)
+    evaluated = (short / "eval.json").read_text()
+    for budget, key in [(["total_timesteps=4096", *LONG_BUDGET[1:]], "total_timesteps"),
+                        ([*LONG_BUDGET[:2], "total_comparisons=12", "initial_comparison_frac=0.5"],
+                         "total_comparisons"),
+                        (["total_timesteps=512", "num_iterations=0"], "num_iterations"),
+                        ([*LONG_BUDGET, "seed=9"], "resume")]:
+        refused = run_cli("rlhp-train", f"resume={short}", *budget, cwd=tmp_path, check=False)
+        assert refused.returncode == 2 and f"`{key}`" in refused.stderr and "Traceback" not in refused.stderr, \
+            refused.stderr[-1000:]
+        assert (short / "eval.json").read_text() == evaluated and (short / "checkpoints" / "final").is_dir()
+    run_cli("rlhp-train", f"resume={short}", *LONG_BUDGET, cwd=tmp_path)
+    assert json.loads((short / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(short) == untimed_rows(whole)
+    assert (short / "eval_1024.json").read_text() == evaluated  # the shorter run's evaluation, kept
+    assert "num_iterations=3" in (short / "checkpoints" / "final" / "overrides.yaml").read_text()
+
+
 def test_a_locked_or_finished_folder_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir)

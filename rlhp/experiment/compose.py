@@ -45,6 +45,12 @@ def resolve_device(device: str) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
 
 
+def comparisons(cfg: DictConfig) -> list[int]:
+    """Comparisons to query in each round of the run ``cfg`` configures (round 0 first)."""
+    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+                               build(cfg.query_schedule))
+
+
 def preference_learning(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir: Path | None) -> Loop:
     """``reward_learning=preferences``: the agent learns on a reward model trained from preferences."""
     return _preference_loop(cfg, env, rng, run_dir, asynchronous=False)
@@ -97,8 +103,7 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         raise ConfigError("gatherer.min_gold_accuracy", "judges people by their answers to gold queries, and the "
                           "querent asks none: set querent.gold_rate (e.g. 0.2) too, or leave min_gold_accuracy at 0")
     reward_trainer = build(cfg.reward_trainer, **context)
-    schedule = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
-                                   build(cfg.query_schedule))
+    schedule = comparisons(cfg)
     try:  # rules between the trainer's keys and the run's
         reward_trainer.check_fragment_length(cfg.fragment_length)
         reward_trainer.check_first_labels(schedule[0])

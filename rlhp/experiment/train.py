@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlhp.demos.bc import BehaviourCloning, clone_and_evaluate
-from rlhp.errors import ConfigError, RunError, Stopped
+from rlhp.errors import ArgumentError, ConfigError, RunError, Stopped
 from rlhp.experiment.checkpoints import RunRecord, latest_loadable
-from rlhp.experiment.compose import compose, describe
+from rlhp.experiment.compose import comparisons, compose, describe
 from rlhp.experiment.config import build, validate_train
 from rlhp.experiment.evaluation import evaluate, headline
 from rlhp.experiment.launch import Launch, override_key
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 SAVING = ("checkpoint_every", "keep_checkpoints")
 """Keys that say how often a run saves itself, not what it computes: a resumed run takes the command's values
 (a long run can be saved more often from its next start on)."""
+
+BUDGET = ("total_timesteps", "num_iterations", "total_comparisons", "initial_comparison_frac")
+"""Keys that say how long a run is: ``resume=<folder>`` naming them runs it on (a finished run too) as a run given
+that budget from the start would, where the rounds it has run are that run's first rounds (as long, as labelled)."""
 
 
 def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
@@ -113,12 +118,15 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     """A new loop, or the one saved in the run folder's newest loadable checkpoint, with the config and
     overrides it runs under and whether it is new. A folder that holds checkpoints resumes by itself when the
     config is the same (a requeued job re-running its command); ``resume=<folder>`` resumes with the saved
-    config. Either way the :data:`SAVING` keys may change: the command's values apply from then on."""
+    config. Either way the :data:`SAVING` keys may change: the command's values apply from then on; and
+    ``resume=`` with :data:`BUDGET` keys runs the run on (a finished one too) to the budget they say."""
     if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
         raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
-    if run.finished():
+    budget = {override_key(o) for o in overrides} & set(BUDGET) if cfg.resume is not None else set()
+    if run.finished() and not budget:
         raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
-                       "another folder")
+                       f"another folder, or run it on to a longer budget: resume={run.path} total_timesteps=N "
+                       "num_iterations=M")
     found = latest_loadable(run)
     if found is None:
         if cfg.resume is not None:
@@ -128,7 +136,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
         return loop, cfg, overrides, True
     path, loop, saved, saved_overrides = found
     # The saving keys are the command's: those it names after resume=, all of them when it is the same command.
-    named = {override_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)
+    named = ({override_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)) | budget
     saved = saved.copy()
     for key in named:
         saved[key] = cfg[key]  # keys that interpolate them (the checkpoint callback's) follow
@@ -136,7 +144,8 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     saved_overrides = [o for o in saved_overrides if override_key(o) not in named] \
         + [o for o in overrides if override_key(o) in named]
     if cfg.resume is not None:
-        extra = [o for o in overrides if not o.startswith(("resume=", "hydra.")) and override_key(o) not in SAVING]
+        extra = [o for o in overrides if not o.startswith(("resume=", "hydra."))
+                 and override_key(o) not in (*SAVING, *BUDGET)]
         if extra:
             raise ConfigError("resume", f"continues the run as it was configured ({' '.join(saved_overrides)}); "
                               f"drop the other overrides {extra} or start a new run")
@@ -145,8 +154,29 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
         if differ:
             raise ConfigError(differ[0], f"differs from the run already in {str(run.path)!r} ({len(differ)} keys "
                               f"differ: {', '.join(differ[:5])}); run in another folder, or resume={run.path}")
+    if budget:  # the last change: a refused command leaves the folder as it was
+        lengthen(run, loop, saved)
     log.info("resuming from %s: %d of %d rounds done", path, loop.iteration, loop.num_rounds, extra=CONSOLE)
     return loop, saved, saved_overrides, False
+
+
+def lengthen(run: RunFolder, loop: Loop, cfg: DictConfig) -> None:
+    """Give ``loop`` the budget ``cfg`` says (:data:`BUDGET`), refusing one its rounds run so far do not begin. A
+    finished run's evaluation is kept as ``eval_<steps>.json``, and a ``final`` checkpoint (the same loop as its
+    last round's) goes: the run is unfinished again until its new last round."""
+    try:
+        loop.lengthen(cfg.total_timesteps, cfg.num_iterations + 1, comparisons(cfg))
+    except ArgumentError as err:
+        raise ConfigError(err.argument, err.problem) from None
+    if run.finished():
+        run.eval_json.rename(run.path / f"eval_{loop.timesteps}.json")
+    # A resume reads final/ before any round's checkpoint: the rounds to come must not be resumed from it.
+    final, last = run.checkpoint("final"), run.checkpoint(f"iter_{loop.iteration - 1:04d}")
+    if final.is_dir() and last.is_dir():
+        shutil.rmtree(final)
+    elif final.is_dir():  # a run that kept no round checkpoint
+        final.rename(last)
+    log.info("run on to total_timesteps=%d over %d rounds", cfg.total_timesteps, loop.num_rounds, extra=CONSOLE)
 
 
 def _differences(saved: DictConfig, cfg: DictConfig) -> list[str]:

@@ -70,6 +70,11 @@ class RewardLearning:
         """``measure`` of the learned reward net (its fit to the true reward); nothing where none is learned."""
         return {}
 
+    def lengthen(self, schedule: list[int], done: int) -> None:
+        """Query as ``schedule`` says (comparisons per round of a run lengthened or shortened), the first ``done``
+        rounds of which have run; raises :class:`ArgumentError` where it would have queried them otherwise
+        (nothing to check where nothing is queried)."""
+
 
 class PreferenceLearning(RewardLearning):
     """Each round: sample trajectories, cut fragment pairs, publish them as queries, gather the answered ones
@@ -250,3 +255,12 @@ class PreferenceLearning(RewardLearning):
     def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
         """``measure`` of the reward net."""
         return measure(self.reward_trainer.net)
+
+    def lengthen(self, schedule: list[int], done: int) -> None:
+        """Query as ``schedule`` says from round ``done`` on; its first ``done`` rounds must be those run."""
+        if schedule[:done] != self.schedule[:done]:
+            raise ArgumentError("total_comparisons", f"with these rounds would have queried the rounds run so far "
+                                f"otherwise (comparisons a round: {schedule[:done][-3:]} against "
+                                f"{self.schedule[:done][-3:]}, the last three of {done}); keep the comparisons of "
+                                "the rounds run (total_comparisons, initial_comparison_frac, query_schedule)")
+        self.schedule, self.comparisons = schedule, sum(schedule)

@@ -20,7 +20,7 @@ import torch
 
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
-from rlhp.errors import DivergedError
+from rlhp.errors import ArgumentError, DivergedError
 from rlhp.feedback import Answers, Ratings
 from rlhp.feedback.gatherer import no_answers
 from rlhp.loop.schedules import apportion
@@ -126,6 +126,22 @@ class Loop:
     def num_rounds(self) -> int:
         """Rounds in the whole run."""
         return len(self.timestep_targets)
+
+    def lengthen(self, total_timesteps: int, num_rounds: int, comparisons: list[int]) -> None:
+        """Run on to ``total_timesteps`` over ``num_rounds`` rounds, with ``comparisons`` queried per round, as a
+        run given that budget from the start would: the rounds already run must be its first rounds (as long, and
+        as labelled); raises :class:`ArgumentError` naming the key that breaks that."""
+        targets = np.cumsum(apportion(total_timesteps, self.source.agent.step_weights(num_rounds))).tolist()
+        if num_rounds <= self.iteration:
+            raise ArgumentError("num_iterations", f"must leave a round to run: {self.iteration} of the run's rounds "
+                                f"are done, so at least {self.iteration} (rounds after round 0)")
+        if targets[:self.iteration] != self.timestep_targets[:self.iteration]:
+            done = self.timestep_targets[:self.iteration]
+            raise ArgumentError("total_timesteps", f"with these rounds gives the rounds run so far other lengths "
+                                f"(agent steps by the end of the last three: {targets[:self.iteration][-3:]} against "
+                                f"{done[-3:]}); keep total_timesteps / (num_iterations + 1) as it was")
+        self.reward_learning.lengthen(comparisons, self.iteration)
+        self.timestep_targets, self.total_timesteps = targets, total_timesteps
 
     @property
     def done(self) -> bool:
