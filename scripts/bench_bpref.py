@@ -3,19 +3,21 @@
 For each task in ``--tasks`` (``conf/experiment/bpref/<task>.yaml``) and method (``conf/method/<method>.yaml``) it
 runs ``rlhp-train -m experiment=bpref/<task> method=<method>`` over ``--seeds`` seeds, and the same agent on the
 task's own reward (``reward_learning=none``, the ceiling), each sweep into its own folder under ``--root`` (a
-finished sweep is reused). ``--override`` settings go to every run, which are then recorded as
-``<method>+<variant>`` (``--variant``), apart from the method as configured, and the variant's overrides beside the
-ledger; ``--methods pebble+<variant>`` shows them as a column of the table. ``--steps N`` runs the protocol's
-first N agent steps, as a full run would take them: its rounds keep their length and the rounds that gather labels
-stay the same (``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come
-earlier, from a younger agent). It reads the finished run folders (never the training code) into the ledger, a CSV of
-one row per run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in
-the repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran
-on: a run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV
-beside it, for ``--plot``'s learning curves. The Markdown table comes from the ledger alone: per task, the published
-figures (PEBBLE, SURF, RUNE, QPA, PPE), rlhp's per method and its ceiling (mean ± 95% CI over seeds at the largest
-budget recorded: DMC's return, Meta-World's success rate in percent), the steps and the command; a cell with no run
-says "not yet run", never a guess.
+finished sweep is reused). ``--override`` settings go to every run, which are then recorded as ``<method>+<variant>``
+(``--variant``), apart from the method as configured, and the variant's overrides beside the ledger; ``--methods
+pebble+<variant>`` shows them as a column of the table. ``--steps N`` runs the protocol's first N agent steps, as a
+full run would take them: its rounds keep their length and the rounds that gather labels stay the same
+(``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come earlier, from a
+younger agent); such a run is the full run's beginning, so ``rlhp-train resume=<run folder> total_timesteps=<the
+protocol's> num_iterations=<its>`` carries it on to the full budget, and the benchmark again without ``--steps``
+records it there. It reads the finished run folders (never the training code) into the ledger, a CSV of one row per
+run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in the
+repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran on: a
+run recorded again replaces its row; its rounds (return and success rate against steps) go to a second CSV beside it,
+for ``--plot``'s learning curves. The Markdown table comes from the ledger alone: per task, the published figures
+(PEBBLE, SURF, RUNE, QPA, PPE), rlhp's per method and its ceiling (mean ± 95% CI over seeds at the largest budget
+recorded: DMC's return, Meta-World's success rate in percent), the steps and the command; a cell with no run says
+"not yet run", never a guess.
 
     python scripts/bench_bpref.py --tasks walker_walk --methods pebble qpa --seeds 3 --out docs/benchmarks.md \
         --plot docs/img/bpref_curves.png
