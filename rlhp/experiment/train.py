@@ -122,7 +122,8 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     ``resume=`` with :data:`BUDGET` keys runs the run on (a finished one too) to the budget they say."""
     if cfg.resume is not None and Path(cfg.resume).resolve() != run.path.resolve():
         raise ConfigError("resume", f"is {cfg.resume!r} but hydra.run.dir is {str(run.path)!r}; give resume alone")
-    budget = {override_key(o) for o in overrides} & set(BUDGET) if cfg.resume is not None else set()
+    keys = {override_key(o) for o in overrides}
+    budget = keys & set(BUDGET) if cfg.resume is not None else set()
     if run.finished() and not budget:
         raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
                        f"another folder, or run it on to a longer budget: resume={run.path} total_timesteps=N "
@@ -136,7 +137,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
         return loop, cfg, overrides, True
     path, loop, saved, saved_overrides = found
     # The saving keys are the command's: those it names after resume=, all of them when it is the same command.
-    named = ({override_key(o) for o in overrides} & set(SAVING) if cfg.resume is not None else set(SAVING)) | budget
+    named = (keys & set(SAVING) if cfg.resume is not None else set(SAVING)) | budget
     saved = saved.copy()
     for key in named:
         saved[key] = cfg[key]  # keys that interpolate them (the checkpoint callback's) follow

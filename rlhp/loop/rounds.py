@@ -115,8 +115,7 @@ class Loop:
                  total_timesteps: int) -> None:
         self.env = env
         self.source, self.reward_learning, self.total_timesteps = source, reward_learning, total_timesteps
-        # Cumulative step targets: what one round could not fit in whole rollouts, the next trains.
-        self.timestep_targets = np.cumsum(apportion(total_timesteps, source.agent.step_weights(num_rounds))).tolist()
+        self.timestep_targets = self.step_targets(total_timesteps, num_rounds)
         self.iteration = 0
         self.timesteps = 0
         self.wall_s = 0.0
@@ -127,19 +126,24 @@ class Loop:
         """Rounds in the whole run."""
         return len(self.timestep_targets)
 
+    def step_targets(self, total_timesteps: int, num_rounds: int) -> list[int]:
+        """The agent steps done by the end of each of ``num_rounds`` rounds sharing ``total_timesteps``: cumulative,
+        so what one round could not fit in whole rollouts, the next trains."""
+        return np.cumsum(apportion(total_timesteps, self.source.agent.step_weights(num_rounds))).tolist()
+
     def lengthen(self, total_timesteps: int, num_rounds: int, comparisons: list[int]) -> None:
         """Run on to ``total_timesteps`` over ``num_rounds`` rounds, with ``comparisons`` queried per round, as a
         run given that budget from the start would: the rounds already run must be its first rounds (as long, and
         as labelled); raises :class:`ArgumentError` naming the key that breaks that."""
-        targets = np.cumsum(apportion(total_timesteps, self.source.agent.step_weights(num_rounds))).tolist()
         if num_rounds <= self.iteration:
             raise ArgumentError("num_iterations", f"must leave a round to run: {self.iteration} of the run's rounds "
                                 f"are done, so at least {self.iteration} (rounds after round 0)")
-        if targets[:self.iteration] != self.timestep_targets[:self.iteration]:
-            done = self.timestep_targets[:self.iteration]
+        targets = self.step_targets(total_timesteps, num_rounds)
+        done, would = self.timestep_targets[:self.iteration], targets[:self.iteration]
+        if would != done:
             raise ArgumentError("total_timesteps", f"with these rounds gives the rounds run so far other lengths "
-                                f"(agent steps by the end of the last three: {targets[:self.iteration][-3:]} against "
-                                f"{done[-3:]}); keep total_timesteps / (num_iterations + 1) as it was")
+                                f"(agent steps by the end of the last three: {would[-3:]} against {done[-3:]}); keep "
+                                "total_timesteps / (num_iterations + 1) as it was")
         self.reward_learning.lengthen(comparisons, self.iteration)
         self.timestep_targets, self.total_timesteps = targets, total_timesteps
 
