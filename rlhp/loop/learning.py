@@ -48,8 +48,6 @@ class RewardLearning:
 
     learns: bool = False
     """Whether it learns a reward (then the final evaluation measures its fit)."""
-    comparisons: int = 0
-    """Comparisons queried over the whole run."""
 
     def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
         """What round ``result.iteration`` does before the agent trains."""
@@ -119,7 +117,7 @@ class PreferenceLearning(RewardLearning):
         self.reward_updates = reward_updates
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
-        self.schedule, self.comparisons = schedule, sum(schedule)
+        self.schedule = schedule
         self.fragment_length = fragment_length
         self.transition_oversampling = transition_oversampling
         self.initial_epoch_multiplier = initial_epoch_multiplier
@@ -263,4 +261,4 @@ class PreferenceLearning(RewardLearning):
                                 f"otherwise (comparisons a round: {schedule[:done][-3:]} against "
                                 f"{self.schedule[:done][-3:]}, the last three of {done}); keep the comparisons of "
                                 "the rounds run (total_comparisons, initial_comparison_frac, query_schedule)")
-        self.schedule, self.comparisons = schedule, sum(schedule)
+        self.schedule = schedule
