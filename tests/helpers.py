@@ -150,8 +150,8 @@ COMMANDS = {e.name: e for e in entry_points(group="console_scripts") if e.name.s
 # on those imports, and the suite starts hundreds of commands. Each child is still a process of its own, with its
 # own argv, folder, environment, output and exit status, and runs what the console script runs.
 _FORKS = multiprocessing.get_context("forkserver")
-_FORKS.set_forkserver_preload(["torch", "torch._dynamo", "datasets", "hydra", "stable_baselines3",
-                               "rlhp.experiment.cli", "rlhp.experiment.train"])
+_FORKS.set_forkserver_preload(["torch", "torch._dynamo", "datasets", "hydra", "stable_baselines3", "jax", "flax.linen",
+                               "optax", "sbx", "rlhp.experiment.cli", "rlhp.experiment.train"])
 
 
 def _run_command(cmd: str, argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
@@ -266,7 +266,7 @@ def _forkable() -> bool:
     return bool(_SERVER_ENV) and _read_at_import(os.environ) == _read_at_import(_SERVER_ENV)
 
 
-IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_")
+IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_", "JAX_", "XLA_")
 """Variables the preloaded libraries read once, at import (huggingface_hub's and datasets' settings, torch's);
 the rest are read when used, and a child sees the test's values of them."""
 
