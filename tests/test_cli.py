@@ -50,14 +50,15 @@ def test_default_run_writes_everything(train):
     trajs = datasets.load_dataset("parquet", data_files=str(run_dir / "trajectories" / "*.parquet"), split="train")
     assert set(trajs.column_names) == {"obs", "acts", "rews", "terminal", "infos"}
     episodes, meta = open_trajectories(run_dir / "trajectories")
-    assert len(episodes) == trajs.num_rows and all(len(t) == 500 and not t.terminal for t in episodes)
+    # debug=fast's 100-step episodes on fixed-horizon CartPole: all truncated, none ended by a fall.
+    assert len(episodes) == trajs.num_rows and all(len(t) == 100 and not t.terminal for t in episodes)
     assert meta["env_id"] == "rlhp/CartPole-FixedHorizon-v0" and "observation_space" in meta
     # Every label reached labels/ in its round, each exactly once.
     journal = [PreferenceDataset.load(p) for p in sorted((run_dir / "labels").iterdir())]
     assert [len(d) for d in journal] == [6, 9, 5]  # 30% up front, then 14 split 1 : 1/1.5 (hyperbolic)
     assert sorted(np.concatenate([d.ids for d in journal]).tolist()) == list(range(20))
     result = json.loads((run_dir / "eval.json").read_text())
-    assert result["episodes"] == 2 and 0 <= result["true_return_mean"] <= 500
+    assert result["episodes"] == 2 and 0 <= result["true_return_mean"] <= 100
     assert -1 <= result["reward_correlation"] <= 1
 
 

@@ -24,8 +24,9 @@ def test_train_returns_the_final_evaluation_and_the_last_round_and_says_so(tmp_p
 
 
 def test_optimized_metric_may_name_a_round_metric_and_every_key_reaches_the_csv(tmp_path):
-    value = optimized_value(train(composed("train", ["debug=fast", "logger=none", "reward_trainer.val_split=0.25",
-                                                     "optimized_metric=val_loss"]), Launch(tmp_path)))
+    value = optimized_value(train(composed("train", ["debug=fast", "logger=none", "env.max_episode_steps=null",
+                                                     "reward_trainer.val_split=0.25", "optimized_metric=val_loss"]),
+                                  Launch(tmp_path)))
     rows = RunFolder(tmp_path).metrics()
     assert value == pytest.approx(rows[-1]["val_loss"])
     for key in ("val_loss", "val_accuracy", "weight_decay", "gt_reward_accuracy", "label_entropy",

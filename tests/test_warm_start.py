@@ -125,7 +125,8 @@ def test_the_round_of_the_first_sample_warm_starts_the_reward_and_no_other_round
 
 @pytest.mark.parametrize(("overrides", "key"), [
     ([], "reward_trainer.warm_start"),  # no pre-training to learn from
-    (["trajectories.unsupervised_steps=300"], "trajectories.unsupervised_steps"),  # 150 steps a copy: no episode
+    # 150 steps a copy: no episode of Pendulum's own 200 steps.
+    (["trajectories.unsupervised_steps=300", "env.max_episode_steps=null"], "trajectories.unsupervised_steps"),
 ])
 def test_a_warm_start_without_pre_training_episodes_is_a_config_error(overrides, key, tmp_path):
     cfg = composed("train", [*PENDULUM, "reward_trainer/warm_start=intrinsic", *overrides])
