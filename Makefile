@@ -33,7 +33,7 @@ egl:  ## install EGL and Mesa for MuJoCo's clips when missing
 	@dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri)
 
 test: install browser egl  ## run the test suite (slow end-to-end tests included)
-	$(VENV)/bin/pytest -n 2 -q --durations=10
+	$(VENV)/bin/pytest -n 2 --dist worksteal -q --durations=10
 
 lint: install  ## ruff
 	$(VENV)/bin/ruff check rlhp tests scripts
