@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from omegaconf import OmegaConf
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from refit_reward import refit  # noqa: E402
+from refit_reward import main, refit  # noqa: E402
 
 from rlhp.data import PreferenceDataset  # noqa: E402
 from rlhp.runs import RunFolder  # noqa: E402
@@ -48,15 +49,24 @@ def test_overrides_reach_the_refitted_reward(finished):
     assert len({round(r["all"], 6) for r in frozen}) == 1  # a net that does not learn scores alike every round
 
 
-def test_bad_input_is_refused_with_a_message(finished, tmp_path):
-    script = [sys.executable, str(SCRIPTS / "refit_reward.py")]
-    for argv, message in [([str(finished), "reward_trainer.nope=1"], "nope` is not an option of RewardTrainer"),
-                          ([str(finished), "reward_net.output"], "no override of a part the run's config has"),
-                          ([str(finished), "nothing.here=1"], "no override of a part"),
-                          ([str(finished), "reward_trainer.lr=fast"], "reward_trainer.lr` must be a number"),
-                          ([str(tmp_path)], "is no run folder of rlhp-train")]:
-        proc = subprocess.run([*script, *argv], capture_output=True, text=True)
-        assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+@pytest.mark.parametrize(("argv", "message"), [
+    (["reward_trainer.nope=1"], "nope` is not an option of RewardTrainer"),
+    (["reward_net.output"], "no override of a part the run's config has"),
+    (["nothing.here=1"], "no override of a part"),
+    (["reward_trainer.lr=fast"], "reward_trainer.lr` must be a number"),
+])
+def test_bad_input_is_refused_with_a_message(finished, monkeypatch, argv, message):
+    # The script's main in this process (a fresh interpreter a case cost 4 s): it may only exit with the message.
+    monkeypatch.setattr(sys, "argv", ["refit_reward.py", str(finished), *argv])
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        main()
+
+
+def test_a_folder_that_is_no_run_is_refused_in_one_line_from_the_shell(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "refit_reward.py"), str(tmp_path)], capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "is no run folder of rlhp-train" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
 def test_a_key_newer_than_the_run_can_be_set(finished, tmp_path):
