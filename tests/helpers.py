@@ -89,7 +89,7 @@ OPTION_NEEDS = {
     ("method", "qpa"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],  # its hybrid replay: an off-policy agent
     ("method", "qpa_dmc"): ["env=gym", "env.id=Pendulum-v1", "agent=sac", "fragment_length=20"],  # crops of 5-15 short
     ("method", "qpa_metaworld"): ["env=gym", "env.id=Pendulum-v1", "agent=sac"],
-    # A warm start learns from the pre-training: a 500-step episode on each of debug=fast's 4 env copies.
+    # A warm start learns from the pre-training: 512 steps on each of debug=fast's 4 env copies, five whole episodes.
     ("reward_trainer/warm_start", "intrinsic"): ["trajectories.unsupervised_steps=2048"],
     ("method", "rime"): ["trajectories.unsupervised_steps=2048"],
     # One copy of each DMC or Meta-World env (debug=fast asks for 4; a Meta-World copy takes seconds to build).
@@ -146,9 +146,10 @@ COMMANDS = {e.name: e for e in entry_points(group="console_scripts") if e.name.s
 """The installed rlhp commands: what each console script calls."""
 
 # The commands run in processes forked from a server that has imported what every command imports (torch,
-# datasets, Hydra, SB3, and torch's compiler, which its optimisers load): a fresh interpreter spends about 3 s
-# on those imports, and the suite starts hundreds of commands. Each child is still a process of its own, with its
-# own argv, folder, environment, output and exit status, and runs what the console script runs.
+# datasets, Hydra, SB3, and torch's compiler, which its optimisers load) and what the JAX agents add (JAX, Flax,
+# Optax, SBX: 2 s more): a fresh interpreter spends about 3 s on the first, and the suite starts hundreds of
+# commands. Each child is still a process of its own, with its own argv, folder, environment, output and exit
+# status, and runs what the console script runs.
 _FORKS = multiprocessing.get_context("forkserver")
 _FORKS.set_forkserver_preload(["torch", "torch._dynamo", "datasets", "hydra", "stable_baselines3", "jax", "flax.linen",
                                "optax", "sbx", "rlhp.experiment.cli", "rlhp.experiment.train"])
@@ -267,8 +268,8 @@ def _forkable() -> bool:
 
 
 IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_", "JAX_", "XLA_")
-"""Variables the preloaded libraries read once, at import (huggingface_hub's and datasets' settings, torch's);
-the rest are read when used, and a child sees the test's values of them."""
+"""Variables the preloaded libraries read once, at import (huggingface_hub's and datasets' settings, torch's, JAX's
+config); the rest are read when used, and a child sees the test's values of them."""
 
 
 def _read_at_import(env: dict[str, str]) -> dict[str, str]:
