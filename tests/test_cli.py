@@ -256,7 +256,7 @@ def test_the_true_reward_ceiling_trains_the_same_agent_with_no_preferences(train
 ])
 def test_a_feature_of_a_missing_extra_is_a_config_error_naming_the_extra(tmp_path, override, key, what, extra):
     # The entry point as installed, with the extra's plugin absent (it is installed in the test venv).
-    code = ("import sys, rlhp.experiment.cli as cli; cli._installed = lambda module: False; "
+    code = ("import sys, rlhp.experiment.cli as cli, rlhp.experiment.preflight as p; p._installed = lambda m: False; "
             "sys.argv = ['rlhp-train', '-m', sys.argv[1]]; cli.train_main()")
     proc = subprocess.run([sys.executable, "-c", code, override], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2

@@ -20,6 +20,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import rlhp.experiment.cli as cli
 from rlhp.experiment.config import validate_collect, validate_train
+from rlhp.experiment.preflight import check_command_line, extra_in_overrides
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -97,10 +98,11 @@ def test_every_documented_command_reads_composes_and_validates(page, command, tm
     # documented command that makes it.
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     argv = filled(command)
-    for check in (cli.unreadable_override, cli.moved_group, cli.unknown_option, cli.missing_extra):
+    name = words(command)[0].removeprefix("rlhp-")
+    for check in (cli.unreadable_override, cli.moved_group, cli.unknown_option, extra_in_overrides,
+                  lambda argv: check_command_line(argv, name, f"rlhp-{name}")):
         error = check(argv)
         assert error is None, f"{page}: `{command}`: {error}"
-    name = words(command)[0].removeprefix("rlhp-")
     cfg = composed(name, overrides(command))
     if name == "train":
         validate_train(cfg)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import errno
-import importlib.util
 import logging
 import math
 import signal
@@ -24,6 +23,7 @@ from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
+from rlhp.experiment.preflight import check_command_line, extra_in_overrides
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
 from rlhp.runs import RunFolder
@@ -136,40 +136,6 @@ def _run(command: str, fn: Callable[[DictConfig, Launch], Any], cfg: DictConfig,
         sys.exit(130)
 
 
-EXTRAS = {
-    "hparams_search=": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
-    "hydra/sweeper=optuna": ("hydra_plugins.hydra_optuna_sweeper", "search", "Hydra's Optuna sweeper"),
-    "hydra/launcher=ray": ("hydra_plugins.hydra_ray_launcher", "ray", "Hydra's Ray launcher"),
-    "env=atari": ("ale_py", "atari", "the Atari games"),
-    "env=minatar": ("minatar", "minatar", "the MinAtar games"),
-    "env=dmc": ("shimmy", "dmc", "DeepMind Control's suite"),
-    "env=metaworld": ("metaworld", "metaworld", "Meta-World's tasks"),
-    "agent=sbx_sac": ("sbx", "jax", "SBX's JAX agents"),
-    "agent=tqc": ("sbx", "jax", "SBX's JAX agents"),
-    "agent=crossq": ("sbx", "jax", "SBX's JAX agents"),
-    "agent=sbx_ppo": ("sbx", "jax", "SBX's JAX agents"),
-}
-"""Overrides (or their prefixes) whose feature lives in an extra: (the module it needs, the extra, what it is)."""
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent package is missing
-        return False
-
-
-def missing_extra(overrides: list[str]) -> ConfigError | None:
-    """The config error for the first override whose feature needs an extra that is not installed."""
-    for override in overrides:
-        key = override.lstrip("+~")
-        for prefix, (module, extra, what) in EXTRAS.items():
-            if key.startswith(prefix) and not _installed(module):
-                return ConfigError(prefix.split("=")[0], f"needs {what}, which comes with an extra: "
-                                   f"pip install 'rlhp[{extra}]'")
-    return None
-
-
 def unreadable_override(argv: list[str]) -> ConfigError | None:
     """The config error for the first override that Hydra's grammar cannot read, naming it: Hydra's own message
     says what it met but not in which override."""
@@ -258,10 +224,14 @@ def unknown_option(argv: list[str]) -> ConfigError | None:
 
 
 def _check_overrides(command: str, argv: list[str]) -> None:
-    """What every command checks of its overrides before Hydra reads them, ending in one line at the first
-    refusal: Hydra's grammar, groups by an old name, options that do not exist."""
-    for check in (unreadable_override, moved_group, unknown_option):
+    """What every command checks of its overrides before Hydra makes a run folder, ending in one line at the first
+    refusal: Hydra's grammar, groups by an old name, options that do not exist, a feature whose extra is missing
+    (before Hydra reads an override it cannot resolve), then keys that do not exist and the extras of what the
+    config composes (:mod:`rlhp.experiment.preflight`)."""
+    for check in (unreadable_override, moved_group, unknown_option, extra_in_overrides):
         _refuse(check(argv), command)
+    if not any(flag in argv for flag in ("--help", "-h", "--hydra-help", "--info", "-i")):
+        _refuse(check_command_line(argv, command.removeprefix("rlhp-"), command), command)
 
 
 def _leaving() -> None:
@@ -272,7 +242,6 @@ def _leaving() -> None:
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
     _check_overrides("rlhp-train", sys.argv[1:])
-    _refuse(missing_extra(sys.argv[1:]), "rlhp-train")  # before Hydra reads an override it cannot resolve
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
 
