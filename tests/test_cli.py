@@ -384,3 +384,19 @@ def test_the_sb3_agents_run_without_the_jax_extra(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "run" / "eval.json").is_file()
+
+
+@pytest.mark.parametrize("argv", [["total_comparisons=0"], ["method=qpa"], ["-m", "total_comparisons=0,1"]])
+def test_a_command_refused_after_hydra_made_its_folder_leaves_none(tmp_path, argv):
+    # Refused by the config's checks or a part's constructor, after Hydra made the run (or sweep) folder.
+    proc = run_cli("rlhp-train", *argv, "debug=fast", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith("rlhp-train: config error: "), proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_refused_command_keeps_the_folders_it_did_not_make(tmp_path):
+    (tmp_path / "mine").mkdir()
+    proc = run_cli("rlhp-train", "total_comparisons=0", f"hydra.run.dir={tmp_path / 'mine' / 'run'}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"] and not list((tmp_path / "mine").iterdir())

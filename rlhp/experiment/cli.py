@@ -6,6 +6,7 @@ import difflib
 import errno
 import logging
 import math
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rlhp.errors import ConfigError, RlhpError, Stopped, StorageError
+from rlhp.errors import ConfigError, DataError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
 from rlhp.experiment.preflight import check_command_line, extra_in_overrides
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
@@ -57,6 +58,10 @@ class OutputFolderCheck(Callback):
     """Hydra callback: a run folder that cannot be created or written fails in one line, before Hydra
     sets up logging there (which would end in a traceback)."""
 
+    made: list[Path] = []  # noqa: RUF012 (one launch a process)
+    """The folders the launch made (the run or sweep folder and the parents that did not exist): a refused
+    launch removes those it left empty."""
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check ``hydra.run.dir``."""
         self._check(config.hydra.run.dir, config.hydra.job.name)
@@ -68,6 +73,7 @@ class OutputFolderCheck(Callback):
     @staticmethod
     def _check(folder: str, job: str) -> None:
         probe = Path(folder) / ".rlhp-write-check"
+        OutputFolderCheck.made += [p.absolute() for p in (probe.parent, *probe.parent.parents) if not p.exists()]
         try:
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text("ok")
@@ -116,9 +122,10 @@ def _run(command: str, fn: Callable[[DictConfig, Launch], Any], cfg: DictConfig,
     if sweep is not None and stopped_by(sweep) is not None:
         logging.getLogger("rlhp").info("not started: the sweep was stopped", extra=FILE_ONLY)
         return math.nan
+    launch = _launch()
     try:
         try:
-            return value(fn(cfg, _launch()))
+            return value(fn(cfg, launch))
         except OSError as err:
             raise storage_error(err, HydraConfig.get().runtime.output_dir) or err from err
     except RlhpError as err:
@@ -128,6 +135,8 @@ def _run(command: str, fn: Callable[[DictConfig, Launch], Any], cfg: DictConfig,
             mark_stopped(sweep, err.signum)
             return math.nan
         _leaving()
+        if isinstance(err, ConfigError | DataError):
+            _discard_unused(launch.run_dir, launch.sweep_dir)
         _refuse(err, command)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keeping the last checkpoint
         _leaving()
@@ -232,6 +241,19 @@ def _check_overrides(command: str, argv: list[str]) -> None:
         _refuse(check(argv), command)
     if not any(flag in argv for flag in ("--help", "-h", "--hydra-help", "--info", "-i")):
         _refuse(check_command_line(argv, command.removeprefix("rlhp-"), command), command)
+
+
+def _discard_unused(run_dir: Path, sweep: Path | None) -> None:
+    """Remove the folder a refused launch made, when it holds nothing but the launch's own files, with the folders
+    above it that this launch made and that are left empty (a sweep folder holding only Hydra's multirun.yaml
+    counts as empty): a refused command writes no run folder."""
+    if not RunFolder(run_dir).never_ran():
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    sweep = sweep.absolute() if sweep is not None else None
+    for folder in sorted(OutputFolderCheck.made, key=lambda p: -len(p.parts)):  # the deepest first
+        if folder.is_dir() and {p.name for p in folder.iterdir()} <= ({"multirun.yaml"} if folder == sweep else set()):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _leaving() -> None:

@@ -206,6 +206,11 @@ class RunFolder:
         saved = self.saved_checkpoints()
         return saved[-1] if saved else None
 
+    def never_ran(self) -> bool:
+        """Whether the folder holds only what a launch writes before the run starts (Hydra's record, the log and
+        the lock): a command refused there made it, and it holds no result."""
+        return all(p.name in (".hydra", ".lock") or p.suffix == ".log" for p in self.path.iterdir())
+
     def finished(self) -> bool:
         """Whether the run ended and evaluated (``eval.json`` is written last)."""
         return self.eval_json.is_file()
