@@ -102,3 +102,31 @@ def test_a_single_run_is_plotted_too_and_an_empty_folder_is_an_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rlhp.report.cli", str(tmp_path / "nothing")], capture_output=True,
                           text=True)
     assert proc.returncode == 3 and "rlhp-report: data error: no rlhp-train run under" in proc.stderr
+
+
+def test_a_refused_launch_is_skipped_and_keys_show_the_values_runs_had(sweep, recwarn):
+    # A launch refused before its run began: Hydra's record and a log, nothing else (it is no crashed run).
+    refused = sweep / "5"
+    (refused / ".hydra").mkdir(parents=True)
+    (refused / ".hydra" / "overrides.yaml").write_text("- reward_net=mlp\n- agent.learning_rate=0.1\n")
+    (refused / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (refused / "train.log").write_text("config error\n")
+    # A run that names a key only to set the value the others have from their config.
+    fake_run(sweep / "6", ["reward_net=basic", "seed=2", "debug=fast", "agent.gamma=0.99"], [1, 2, 3])
+    for job in range(5):
+        (sweep / str(job) / ".hydra" / "config.yaml").write_text("seed: 0\nagent:\n  gamma: 0.99\n")
+    (sweep / "6" / ".hydra" / "config.yaml").write_text("seed: 0\nagent:\n  gamma: 0.99\n")
+    runs = find_runs(sweep)
+    assert [r.name for r in runs] == ["0", "1", "2", "3", "4", "6"]
+    report = write_report(sweep).read_text()
+    assert "5 finished, 0 running, 1 crashed" in report
+    assert "| reward_net=basic | 3 |" in report and "default" not in report and "agent.gamma" not in report
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def test_long_configuration_names_plot_without_a_warning(tmp_path, recwarn):
+    # 40 configurations of long names: tight_layout gave up on such a legend with a UserWarning.
+    for job in range(40):
+        fake_run(tmp_path / str(job), [f"fragmenter.warning_threshold={job}" + ",x" * 60, "seed=0"], [1.0, 2.0])
+    write_report(tmp_path)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]

@@ -6,6 +6,8 @@ import fcntl
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from rlhp.runs import RunFolder
 
 SEED = "seed"
@@ -26,15 +28,26 @@ class Run:
         """The folder's name (a sweep job's number)."""
         return self.folder.path.name
 
+    def setting(self, key: str) -> str:
+        """This run's value of ``key``: its override, else the option or value its recorded config has."""
+        if key in self.overrides:
+            return self.overrides[key]
+        choices = self.folder.choices()
+        if key in choices:
+            return choices[key]
+        value = OmegaConf.select(self.folder.config(), key, default=None) if self.folder.config_yaml.is_file() else None
+        return "null" if value is None else str(value)
+
     def configuration(self, swept: list[str]) -> str:
         """This run's values of the ``swept`` keys: runs that share them are seeds of one configuration."""
-        return ",".join(f"{k}={self.overrides.get(k, 'default')}" for k in swept) or "all runs"
+        return ",".join(f"{k}={self.setting(k)}" for k in swept) or "all runs"
 
 
 def swept_keys(runs: list[Run]) -> list[str]:
-    """The override keys whose values differ between runs, the seed aside."""
+    """The override keys whose values differ between runs, the seed aside (a key one run overrides with the value
+    the others have by default is not one)."""
     keys = sorted({k for run in runs for k in run.overrides} - {SEED})
-    return [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
+    return [k for k in keys if len({run.setting(k) for run in runs}) > 1]
 
 
 def overrides_by_key(overrides: list[str]) -> dict[str, str]:
@@ -65,6 +78,8 @@ def find_runs(folder: str | Path) -> list[Run]:
     for path in found:
         run = RunFolder(path)
         status = _status(run)
+        if status == "crashed" and run.never_ran():  # a launch refused before its run began: nothing to report
+            continue
         runs.append(Run(run, overrides_by_key(run.overrides()), status,
                         run.metrics() if run.metrics_csv.exists() else [],
                         run.evaluation() if status == "finished" else {}))

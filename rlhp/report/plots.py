@@ -44,9 +44,10 @@ def plot_curves(groups: dict[str, list[Run]], x: str, y: str, path: Path, title:
         return None
     ax.set(xlabel=x, ylabel=y, title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
+    # Beside the axes, so that long configuration names neither hide the curves nor squeeze the plot; the saved
+    # picture grows to hold them (tight_layout would warn and give up instead).
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -57,7 +58,6 @@ def plot_effect(values: list[float], scores: list[float], parameter: str, metric
     ax.scatter(values, scores)
     ax.set(xlabel=parameter, ylabel=metric, title=f"{metric} by {parameter}")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path
