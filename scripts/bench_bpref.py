@@ -9,7 +9,7 @@ pebble+<variant>`` shows them as a column of the table. ``--steps N`` runs the p
 full run would take them: its rounds keep their length and the rounds that gather labels stay the same
 (``total_timesteps=N`` alone would keep the rounds' count and shorten each, so every label would come earlier, from a
 younger agent); such a run is the full run's beginning, so ``rlhp-train resume=<run folder> total_timesteps=<the
-protocol's> num_iterations=<its>`` carries it on to the full budget, and the benchmark again without ``--steps``
+protocol's> num_rounds=<its>`` carries it on to the full budget, and the benchmark again without ``--steps``
 records it there. It reads the finished run folders (never the training code) into the ledger, a CSV of one row per
 run (task, method, seed, steps, labels, final return and success rate, wall time, machine, date), kept in the
 repository because a run at the protocol's budget takes hours and its folder may not outlive the machine it ran on: a
@@ -79,12 +79,12 @@ def first_steps(cfg: DictConfig, steps: int) -> list[str]:
     """Overrides that stop the run ``cfg`` composes after its first ``steps`` agent steps, as it would have taken
     them: rounds of the same length and, where labels come in the first rounds (``query_schedule.rounds``), the
     same rounds gathering the same labels (those of the rounds it runs, no more)."""
-    round_steps = cfg.total_timesteps // (cfg.num_iterations + 1)
+    round_steps = cfg.total_timesteps // cfg.num_rounds
     if steps % round_steps or not 2 * round_steps <= steps <= cfg.total_timesteps:
         raise SystemExit(f"--steps must be a multiple of the protocol's round, {round_steps:,} steps, from two "
                          f"rounds up to its {cfg.total_timesteps:,}; got {steps:,}")
     iterations = steps // round_steps - 1
-    overrides = [f"total_timesteps={steps}", f"num_iterations={iterations}"]
+    overrides = [f"total_timesteps={steps}", f"num_rounds={iterations + 1}"]
     labelled = cfg.query_schedule.get("rounds", 0)
     if iterations < labelled:  # B-Pref's batches are equal: round 0's labels, and the kept rounds' share of the rest
         initial = round(cfg.total_comparisons * cfg.initial_comparison_frac)

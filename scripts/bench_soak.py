@@ -163,13 +163,13 @@ def main() -> None:
         if run.path.exists():
             raise SystemExit(f"{run.path} exists: remove it or give another --root")
     train = [str(BIN / "rlhp-train"), "logger=none"]
-    synthetic_args = ["experiment=cartpole", f"total_timesteps={args.timesteps}", f"num_iterations={args.rounds - 1}",
+    synthetic_args = ["experiment=cartpole", f"total_timesteps={args.timesteps}", f"num_rounds={args.rounds}",
                       f"total_comparisons={args.comparisons}"]
     runs = {f"synthetic {k}": v for k, v in watch([*train, *synthetic_args, f"hydra.run.dir={synthetic.path}"],
                                                   synthetic).items()}
     human_args = ["env=cartpole", "gatherer=human", "gatherer.port=0", f"total_timesteps={args.human_timesteps}",
                   f"total_comparisons={args.queries}",
-                  f"num_iterations={args.human_rounds - 1}"]
+                  f"num_rounds={args.human_rounds}"]
     with ScriptedAnnotator(human.path, "soak") as annotator:
         runs |= {f"human {k}": v for k, v in watch([*train, *human_args, f"hydra.run.dir={human.path}"],
                                                    human).items()}

@@ -237,21 +237,21 @@ def test_the_published_figures_are_at_the_experiments_own_label_budgets():
 
 def labels_per_round(cfg: DictConfig) -> list[int]:
     """The labels each round of the run ``cfg`` composes gathers."""
-    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_rounds,
                                instantiate(cfg.query_schedule))
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_a_runs_first_steps_are_the_full_runs_rounds_with_the_same_labels(task):
     full = protocol(task, [])
-    round_steps = full.total_timesteps // (full.num_iterations + 1)
+    round_steps = full.total_timesteps // full.num_rounds
     for share in [0.05, 0.2, 0.3, 0.6, 1.0]:
-        steps = max(2, round(share * (full.num_iterations + 1))) * round_steps
+        steps = max(2, round(share * full.num_rounds)) * round_steps
         cut = full.copy()
         for override in first_steps(full, steps):
             key, value = override.split("=")
             OmegaConf.update(cut, key, yaml.safe_load(value))
-        assert cut.total_timesteps // (cut.num_iterations + 1) == round_steps
+        assert cut.total_timesteps // cut.num_rounds == round_steps
         whole, first = labels_per_round(full), labels_per_round(cut)
         # The shorter run gathers what the full one gathers in the same rounds.
         assert first == whole[:len(first)], (share, first, whole[:len(first)])

@@ -31,8 +31,8 @@ def test_each_task_queries_its_budget_in_b_prefs_batches_then_stops(task):
     env_id, labels, steps, interval, batch = TASKS[task]
     cfg = composed("train", [f"experiment=bpref/{task}"])
     assert cfg.env.id == env_id and cfg.total_timesteps == steps
-    assert steps / (cfg.num_iterations + 1) == interval  # a round, and a reward update, every `interval` steps
-    plan = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+    assert steps / cfg.num_rounds == interval  # a round, and a reward update, every `interval` steps
+    plan = comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_rounds,
                                build(cfg.query_schedule))
     rounds = labels // batch
     assert plan == [batch] * rounds + [0] * (len(plan) - rounds)

@@ -53,7 +53,7 @@ def test_mujoco_models_go_to_the_chunks_once_and_a_loaded_env_steps_on_exactly(t
     pytest.importorskip("metaworld")
     cfg = composed("train", ["debug=fast", "env=metaworld", "agent=sac", "agent.learning_starts=10000",
                              "env.n_envs=2", "agent.buffer_size=10000", "reward_net.use_action=true",
-                             "total_timesteps=400", "num_iterations=1", "total_comparisons=4",
+                             "total_timesteps=400", "num_rounds=2", "total_comparisons=4",
                              "keep_checkpoints=2"])  # no gradient steps: the test is about the envs
     run = RunFolder(tmp_path)
     loop = compose(cfg, run.path)
@@ -75,7 +75,7 @@ def test_mujoco_models_go_to_the_chunks_once_and_a_loaded_env_steps_on_exactly(t
 
 
 def test_an_asynchronous_loop_pays_its_agent_a_copy_of_the_reward_that_a_checkpoint_keeps_apart(tmp_path):
-    cfg = composed("train", ["debug=fast", "reward_learning=asynchronous", "num_iterations=3", "keep_checkpoints=1"])
+    cfg = composed("train", ["debug=fast", "reward_learning=asynchronous", "num_rounds=4", "keep_checkpoints=1"])
     run = RunFolder(tmp_path)
     loop = compose(cfg, run.path)
     checkpointer = Checkpointer(run, RunRecord(cfg, []), every=1, keep=1)

@@ -65,7 +65,7 @@ def test_default_run_writes_everything(train):
 def test_a_short_cartpole_run_learns_beyond_a_random_policy_and_logs_every_round_to_wandb(tmp_path):
     run_dir = tmp_path / "run"
     # 92k steps: at 61k, seed 0 was still at 38 (seeds 1 and 2: 170 and 160); at 92k it is at 105.
-    run_cli("rlhp-train", "logger=wandb", "total_timesteps=92160", "total_comparisons=200", "num_iterations=6",
+    run_cli("rlhp-train", "logger=wandb", "total_timesteps=92160", "total_comparisons=200", "num_rounds=7",
             "evaluation.episodes=10", f"hydra.run.dir={run_dir}", cwd=tmp_path)
     result = json.loads((run_dir / "eval.json").read_text())
     venv = GymEnv(FIXED_HORIZON_CARTPOLE).make(seed=20_000, n_envs=10)
@@ -345,7 +345,7 @@ def test_a_missing_or_wrong_input_path_is_refused_before_anything_is_made(tmp_pa
 
 @pytest.mark.parametrize("game", [
     ["env=minatar", "env.id=Breakout"],
-    ["experiment=pong", "env.max_episode_steps=100", "env.n_envs=2", "total_timesteps=512", "num_iterations=1",
+    ["experiment=pong", "env.max_episode_steps=100", "env.n_envs=2", "total_timesteps=512", "num_rounds=2",
      "total_comparisons=6", "evaluation.correlation_steps=200"],  # the paper's Atari settings, a smoke run
 ], ids=["minatar", "pong"])
 def test_a_game_learns_from_pixels_with_the_cnn_reward(train, game):

@@ -284,7 +284,7 @@ def test_any_list_of_callbacks_in_any_order_runs_with_finite_metrics(picked, tmp
 
 
 PAIRED = {
-    "fragment_length": [1, 5, 50, 200, 600], "total_comparisons": [1, 2, 5, 50], "num_iterations": [1, 2, 10],
+    "fragment_length": [1, 5, 50, 200, 600], "total_comparisons": [1, 2, 5, 50], "num_rounds": [2, 3, 11],
     "initial_comparison_frac": [0.0, 0.1, 1.0], "transition_oversampling": [0.1, 1.0, 10.0],
     "initial_epoch_multiplier": [0.01, 1, 50], "max_dataset_size": [1, 3, None],
     "reward_trainer.batch_size": [1, 7, 1000], "reward_trainer.epochs": [1, 5],

@@ -17,7 +17,7 @@ from rlhp.rewards import CnnRewardNet
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 
-MINATAR = [*FAST, "experiment=minatar_breakout", "num_iterations=3", "device=cuda"]
+MINATAR = [*FAST, "experiment=minatar_breakout", "num_rounds=4", "device=cuda"]
 KILL_AT_AGENT_TRAINING = """
 import os, signal, sys
 import rlhp.sources.agent as agent

@@ -27,7 +27,7 @@ from rlhp.report.cli import main as report_main
 
 pytestmark = pytest.mark.slow
 DEEP = os.environ.get("RLHP_FUZZ_DEEP") == "1"
-RUN = ["debug=fast", "logger=none", "seed=1", "num_iterations=3"]
+RUN = ["debug=fast", "logger=none", "seed=1", "num_rounds=4"]
 
 
 def garbage(path: Path) -> None:

@@ -194,7 +194,7 @@ def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path):
     # Half of each round's pairs are rated, half asked as pairs: both kinds of answer cross the kill.
     run_dir = tmp_path / "run"
     command = [str(BIN / "rlhp-train"), *FAST, "gatherer=human", "gatherer.port=0", "gatherer.timeout_s=1",
-               "total_comparisons=40", "num_iterations=4", "querent.mode=rate", "querent.rate_share=0.5",
+               "total_comparisons=40", "num_rounds=5", "querent.mode=rate", "querent.rate_share=0.5",
                f"hydra.run.dir={run_dir}"]
     env = {**os.environ, "WANDB_MODE": "offline"}
     with ScriptedAnnotator(run_dir, "first"):
@@ -263,7 +263,7 @@ def test_a_team_member_who_misreads_the_task_is_found_by_the_gold_queries_and_le
         # Pendulum: its fragments' true returns are never tied, so every gold query has a right answer.
         run_cli("rlhp-train", *FAST, "env=gym", "env.id=Pendulum-v1", "agent=sac", "gatherer=human",
                 "gatherer.port=0", "querent.gold_rate=0.5", "gatherer.min_gold_accuracy=0.7",
-                "gatherer.min_gold_answers=3", "total_comparisons=40", "num_iterations=3",
+                "gatherer.min_gold_answers=3", "total_comparisons=40", "num_rounds=4",
                 f"hydra.run.dir={run_dir}", cwd=tmp_path)
     people = QueryStore(RunFolder(run_dir).queries_db).team()
     assert people["mallory"].gold_accuracy == 0.0 and people["mallory"].left_out.startswith("right on 0% of ")

@@ -7,9 +7,11 @@ import sys
 
 import pytest
 from helpers import run_cli
+from omegaconf import OmegaConf
 
 from rlhp.experiment import preflight
 from rlhp.experiment.preflight import check_command_line
+from rlhp.experiment.renamed import upgrade
 
 
 def refusal(*argv: str, command: str = "train") -> str | None:
@@ -99,3 +101,21 @@ def test_an_experiment_missing_its_extra_is_refused_by_the_command_before_a_fold
     assert proc.stderr.strip() == ("rlhp-train: config error: config key `agent` needs SBX's JAX agents, which comes "
                                    "with an extra: pip install 'rlhp[jax]'")
     assert not list(tmp_path.iterdir())
+
+
+def test_an_old_key_is_answered_with_its_new_name(tmp_path):
+    proc = run_cli("rlhp-train", "num_iterations=5", "debug=fast", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and not list(tmp_path.iterdir())
+    assert proc.stderr.strip() == ("rlhp-train: config error: config key `num_iterations` is now num_rounds, the "
+                                   "rounds in all with the first: num_iterations=N is num_rounds=N+1")
+
+
+def test_a_run_recorded_under_an_old_key_reads_under_the_new():
+    cfg = OmegaConf.create({"seed": 1, "num_iterations": 4})
+    OmegaConf.set_struct(cfg, True)
+    new, overrides = upgrade(cfg, ["seed=1", "num_iterations=4", "+num_iterations_note=x"])
+    assert OmegaConf.to_container(new) == {"seed": 1, "num_rounds": 5} and OmegaConf.is_struct(new)
+    assert overrides == ["seed=1", "num_rounds=5", "+num_iterations_note=x"]
+    assert "num_iterations" in cfg  # the record read is left as it was
+    same = OmegaConf.create({"seed": 1, "num_rounds": 5})
+    assert upgrade(same, ["seed=1"]) == (same, ["seed=1"])

@@ -20,7 +20,7 @@ from rlhp.data import PreferenceDataset
 from rlhp.data.hub import open_trajectories
 
 pytestmark = pytest.mark.slow
-RUN = ["debug=fast", "logger=none", "seed=5", "num_iterations=5", "keep_checkpoints=2"]
+RUN = ["debug=fast", "logger=none", "seed=5", "num_rounds=6", "keep_checkpoints=2"]
 
 # Where a run is killed (SIGKILL, by run_killed): the n-th call of a function of a module.
 MOMENTS = {
@@ -72,7 +72,7 @@ def test_a_run_killed_at_any_moment_resumes_to_the_same_result(tmp_path, uninter
 def start(run_dir: Path, *overrides: str) -> subprocess.Popen:
     """rlhp-train in the background, long enough (40 rounds) to be stopped part-way."""
     return subprocess.Popen([str(Path(sys.executable).parent / "rlhp-train"), "debug=fast", "logger=none",
-                             "num_iterations=40", f"hydra.run.dir={run_dir}", *overrides],
+                             "num_rounds=41", f"hydra.run.dir={run_dir}", *overrides],
                             cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
@@ -167,7 +167,7 @@ def test_a_resumed_run_saves_as_its_new_command_says(tmp_path, uninterrupted, ho
     assert "checkpoint_every: 3" in (final / "config.yaml").read_text()
 
 
-LONG = ["debug=fast", "logger=none", "seed=5", "query_schedule=constant", "total_timesteps=2048", "num_iterations=3",
+LONG = ["debug=fast", "logger=none", "seed=5", "query_schedule=constant", "total_timesteps=2048", "num_rounds=4",
         "total_comparisons=24", "initial_comparison_frac=0.25"]
 """Four rounds of 512 agent steps and 6 comparisons each."""
 LONG_BUDGET = LONG[4:]
@@ -178,13 +178,13 @@ def test_a_finished_run_runs_on_to_a_longer_budget_as_the_longer_run_would(tmp_p
     whole, short = tmp_path / "whole", tmp_path / "short"
     run_cli("rlhp-train", *LONG, f"hydra.run.dir={whole}", cwd=tmp_path)
     # Its first two rounds: as long and as labelled.
-    run_cli("rlhp-train", *LONG[:4], "total_timesteps=1024", "num_iterations=1", "total_comparisons=12",
+    run_cli("rlhp-train", *LONG[:4], "total_timesteps=1024", "num_rounds=2", "total_comparisons=12",
             "initial_comparison_frac=0.5", f"hydra.run.dir={short}", cwd=tmp_path)
     evaluated = (short / "eval.json").read_text()
     for budget, key in [(["total_timesteps=4096", *LONG_BUDGET[1:]], "total_timesteps"),
                         ([*LONG_BUDGET[:2], "total_comparisons=12", "initial_comparison_frac=0.5"],
                          "total_comparisons"),
-                        (["total_timesteps=512", "num_iterations=0"], "num_iterations"),
+                        (["total_timesteps=512", "num_rounds=2"], "num_rounds"),
                         ([*LONG_BUDGET, "seed=9"], "resume")]:
         refused = run_cli("rlhp-train", f"resume={short}", *budget, cwd=tmp_path, check=False)
         assert refused.returncode == 2 and f"`{key}`" in refused.stderr and "Traceback" not in refused.stderr, \
@@ -194,7 +194,7 @@ def test_a_finished_run_runs_on_to_a_longer_budget_as_the_longer_run_would(tmp_p
     assert json.loads((short / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(short) == untimed_rows(whole)
     assert (short / "eval_1024.json").read_text() == evaluated  # the shorter run's evaluation, kept
-    assert "num_iterations=3" in (short / "checkpoints" / "final" / "overrides.yaml").read_text()
+    assert "num_rounds=4" in (short / "checkpoints" / "final" / "overrides.yaml").read_text()
 
 
 def test_a_locked_or_finished_folder_is_refused(tmp_path):
@@ -214,7 +214,7 @@ def test_a_locked_or_finished_folder_is_refused(tmp_path):
     run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={finished}", cwd=tmp_path)
     again = run_cli("rlhp-train", "debug=fast", "logger=none", f"hydra.run.dir={finished}", cwd=tmp_path, check=False)
     assert again.returncode == 5 and "holds a finished run" in again.stderr
-    other = run_cli("rlhp-train", "debug=fast", "logger=none", "num_iterations=40", "seed=9",
+    other = run_cli("rlhp-train", "debug=fast", "logger=none", "num_rounds=41", "seed=9",
                     f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
     assert other.returncode == 2 and "config key `seed` differs from the run already in" in other.stderr
 
@@ -295,7 +295,7 @@ def test_sigterm_during_an_experts_training_keeps_what_was_trained(tmp_path):
 
 # SAC on Pendulum with a buffer large enough (200k transitions, 2.4 MB of observations) to go to chunks/; 1,024
 # steps, 256 a round, of which CrossQ's take half its time.
-OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_iterations=4", "total_timesteps=1024", "env=gym",
+OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_rounds=5", "total_timesteps=1024", "env=gym",
               "env.id=Pendulum-v1", "agent=sac",
               "agent.learning_starts=200", "agent.buffer_size=200000", "++agent.policy_kwargs.net_arch=[32,32]",
               "reward_net.use_action=true"]

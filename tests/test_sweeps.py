@@ -53,7 +53,7 @@ def test_a_2x2_grid_runs_in_parallel_processes_grouped_in_wandb_and_reported(tmp
 def test_ctrl_c_in_a_joblib_sweep_checkpoints_every_running_job_and_the_same_command_continues_it(tmp_path):
     # joblib ends its pool when a job exits: the job still finishing its round would die without its checkpoint.
     sweep = tmp_path / "sweep"
-    command = ["-m", "debug=fast", "logger=none", "num_iterations=16", "seed=0,1,2", "hydra/launcher=joblib",
+    command = ["-m", "debug=fast", "logger=none", "num_rounds=17", "seed=0,1,2", "hydra/launcher=joblib",
                "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
     proc = subprocess.Popen([str(BIN / "rlhp-train"), *command], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -48,6 +48,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlhp.data.torch_files import save_torch
 from rlhp.errors import DataError, RlhpError
+from rlhp.experiment.renamed import upgrade
 from rlhp.experiment.stops import interrupts_held
 from rlhp.files import written_whole
 from rlhp.loop import Loop
@@ -246,8 +247,7 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
         for each in raised:
             warnings.warn_explicit(each.message, each.category, each.filename, each.lineno)
         config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
-        cfg = OmegaConf.create(config_yaml)
-        overrides = list(OmegaConf.create(overrides_yaml))
+        cfg, overrides = upgrade(OmegaConf.create(config_yaml), list(OmegaConf.create(overrides_yaml)))
     except RlhpError:  # a part refused to come back (its data changed): no older checkpoint would do better
         raise
     except Exception as err:  # torch.load re-raises whatever unpickling raised

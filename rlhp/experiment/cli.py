@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 from rlhp.errors import ConfigError, DataError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
 from rlhp.experiment.preflight import check_command_line, extra_in_overrides
+from rlhp.experiment.renamed import renamed_key
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
 from rlhp.runs import RunFolder
@@ -237,7 +238,7 @@ def _check_overrides(command: str, argv: list[str]) -> None:
     refusal: Hydra's grammar, groups by an old name, options that do not exist, a feature whose extra is missing
     (before Hydra reads an override it cannot resolve), then keys that do not exist and the extras of what the
     config composes (:mod:`rlhp.experiment.preflight`)."""
-    for check in (unreadable_override, moved_group, unknown_option, extra_in_overrides):
+    for check in (unreadable_override, moved_group, renamed_key, unknown_option, extra_in_overrides):
         _refuse(check(argv), command)
     if not any(flag in argv for flag in ("--help", "-h", "--hydra-help", "--info", "-i")):
         _refuse(check_command_line(argv, command.removeprefix("rlhp-"), command), command)

@@ -47,7 +47,7 @@ def resolve_device(device: str) -> torch.device:
 
 def comparisons(cfg: DictConfig) -> list[int]:
     """Comparisons to query in each round of the run ``cfg`` configures (round 0 first)."""
-    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_iterations,
+    return comparison_schedule(cfg.total_comparisons, cfg.initial_comparison_frac, cfg.num_rounds,
                                build(cfg.query_schedule))
 
 
@@ -160,7 +160,7 @@ def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir:
     if not source.agent.trains:
         raise ConfigError("reward_learning", f"is none, which trains an agent on the env's reward, but the trajectory "
                           f"source ({type(source).__name__}) trains none")
-    return Loop(env, source, RewardLearning(), cfg.num_iterations + 1, cfg.total_timesteps)
+    return Loop(env, source, RewardLearning(), cfg.num_rounds, cfg.total_timesteps)
 
 
 def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: AgentReward) -> TrajectorySource:
@@ -174,5 +174,4 @@ def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
         return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
                 f"{loop.total_timesteps:,} {steps}, {loop.num_rounds} rounds")
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
-            f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {cfg.num_iterations} "
-            "iterations")
+            f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {loop.num_rounds} rounds")

@@ -148,7 +148,7 @@ def validate_train(cfg: DictConfig) -> None:
     _int(cfg, "seed", 0, SEEDS)
     _int(cfg, "total_timesteps", 0)
     _int(cfg, "total_comparisons", 1)  # with none, the reward never trains and every metric is empty
-    _int(cfg, "num_iterations", 1, 1_000_000)  # rounds each cost seconds: more is a typo
+    _int(cfg, "num_rounds", 2, 1_000_001)  # round 0 and one more at least; rounds each cost seconds: more is a typo
     _int(cfg, "fragment_length", 1)
     _int(cfg, "checkpoint_every", 0)
     _int(cfg, "keep_checkpoints", 1)

@@ -33,7 +33,7 @@ SAVING = ("checkpoint_every", "keep_checkpoints")
 """Keys that say how often a run saves itself, not what it computes: a resumed run takes the command's values
 (a long run can be saved more often from its next start on)."""
 
-BUDGET = ("total_timesteps", "num_iterations", "total_comparisons", "initial_comparison_frac")
+BUDGET = ("total_timesteps", "num_rounds", "total_comparisons", "initial_comparison_frac")
 """Keys that say how long a run is: ``resume=<folder>`` naming them runs it on (a finished run too) as a run given
 that budget from the start would, where the rounds it has run are that run's first rounds (as long, as labelled)."""
 
@@ -127,7 +127,7 @@ def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]
     if run.finished() and not budget:
         raise RunError(f"run folder {str(run.path)!r} holds a finished run (see its eval.json); start new runs in "
                        f"another folder, or run it on to a longer budget: resume={run.path} total_timesteps=N "
-                       "num_iterations=M")
+                       "num_rounds=M")
     found = latest_loadable(run)
     if found is None:
         if cfg.resume is not None:
@@ -166,7 +166,7 @@ def lengthen(run: RunFolder, loop: Loop, cfg: DictConfig) -> None:
     finished run's evaluation is kept as ``eval_<steps>.json``, and a ``final`` checkpoint (the same loop as its
     last round's) goes: the run is unfinished again until its new last round."""
     try:
-        loop.lengthen(cfg.total_timesteps, cfg.num_iterations + 1, comparisons(cfg))
+        loop.lengthen(cfg.total_timesteps, cfg.num_rounds, comparisons(cfg))
     except ArgumentError as err:
         raise ConfigError(err.argument, err.problem) from None
     if run.finished():

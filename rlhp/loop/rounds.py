@@ -136,14 +136,14 @@ class Loop:
         run given that budget from the start would: the rounds already run must be its first rounds (as long, and
         as labelled); raises :class:`ArgumentError` naming the key that breaks that."""
         if num_rounds <= self.iteration:
-            raise ArgumentError("num_iterations", f"must leave a round to run: {self.iteration} of the run's rounds "
-                                f"are done, so at least {self.iteration} (rounds after round 0)")
+            raise ArgumentError("num_rounds", f"must leave a round to run: {self.iteration} of the run's rounds "
+                                f"are done, so at least {self.iteration + 1}")
         targets = self.step_targets(total_timesteps, num_rounds)
         done, would = self.timestep_targets[:self.iteration], targets[:self.iteration]
         if would != done:
             raise ArgumentError("total_timesteps", f"with these rounds gives the rounds run so far other lengths "
                                 f"(agent steps by the end of the last three: {would[-3:]} against {done[-3:]}); keep "
-                                "total_timesteps / (num_iterations + 1) as it was")
+                                "total_timesteps / num_rounds as it was")
         self.reward_learning.lengthen(comparisons, self.iteration)
         self.timestep_targets, self.total_timesteps = targets, total_timesteps
 

@@ -1,4 +1,4 @@
-"""Query schedules: how the comparison budget is spread over the iterations."""
+"""Query schedules: how the comparison budget is spread over the rounds."""
 
 from __future__ import annotations
 
@@ -79,10 +79,10 @@ def apportion(total: int, weights: np.ndarray) -> np.ndarray:
     return shares
 
 
-def comparison_schedule(total_comparisons: int, initial_comparison_frac: float, num_iterations: int,
+def comparison_schedule(total_comparisons: int, initial_comparison_frac: float, num_rounds: int,
                         schedule: Callable[[np.ndarray], np.ndarray]) -> list[int]:
-    """Comparisons to gather in each of the ``num_iterations + 1`` rounds (round 0 first)."""
+    """Comparisons to gather in each of the ``num_rounds`` rounds (round 0 first)."""
     # Rounded, not truncated: 100 * 0.57 is 56.99999999999999 in floating point.
     initial = round(total_comparisons * initial_comparison_frac)
-    weights = schedule(np.linspace(0, 1, num_iterations))
+    weights = schedule(np.linspace(0, 1, num_rounds - 1))
     return [initial, *apportion(total_comparisons - initial, weights).tolist()]
