@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import run_cli
+from helpers import composed, run_cli
 from omegaconf import OmegaConf
 
 from rlhp.experiment import preflight
@@ -119,3 +119,19 @@ def test_a_run_recorded_under_an_old_key_reads_under_the_new():
     assert "num_iterations" in cfg  # the record read is left as it was
     same = OmegaConf.create({"seed": 1, "num_rounds": 5})
     assert upgrade(same, ["seed=1"]) == (same, ["seed=1"])
+
+
+def test_a_method_that_needs_an_off_policy_agent_says_so():
+    # It was "agent.replay_buffer_class is not an option of PPO", after the run folder was made.
+    assert refusal("method=qpa") == ("config key `method` is qpa, which needs an off-policy agent (a replay buffer: "
+                                     "agent=sac, td3, sbx_sac, tqc or crossq); agent=ppo is PPO, which has none "
+                                     "(agent.replay_buffer_class)")
+    assert refusal("method=qpa", "agent=sac") is None
+
+
+def test_debug_fast_shortens_the_pretraining_of_the_experiments_that_have_one():
+    for experiment, steps in [("bpref/walker_walk", 9000), ("bpref/window_open", 9000), ("halfcheetah", 9000),
+                              ("hopper", 5000)]:
+        assert composed("train", [f"experiment={experiment}"]).trajectories.unsupervised_steps == steps
+        assert composed("train", [f"experiment={experiment}", "debug=fast"]).trajectories.unsupervised_steps == 500
+    assert composed("train", ["debug=fast"]).trajectories.unsupervised_steps == 0

@@ -190,6 +190,28 @@ def unknown_key(cfg: DictConfig, override: Override, command: str) -> ConfigErro
     return None
 
 
+OFF_POLICY_KEYS = ("replay_buffer_class", "replay_buffer_kwargs", "buffer_size", "learning_starts")
+"""Agent keys that only an off-policy agent (one with a replay buffer) takes."""
+
+
+def method_misfit(cfg: DictConfig) -> ConfigError | None:
+    """The config error for a method (``method=qpa``) that sets agent keys the chosen agent does not take, saying
+    what kind of agent it needs (QPA's replay buffer: an off-policy one)."""
+    method = cfg.hydra.runtime.choices.get("method")
+    if method is None or not isinstance(cfg.get("agent"), DictConfig):
+        return None
+    names, owner, open_ended = _options(cfg.agent)
+    foreign = [str(k) for k in cfg.agent if str(k) not in names and not str(k).startswith("_")]
+    if owner is None or open_ended or not foreign:
+        return None
+    if any(key in OFF_POLICY_KEYS for key in foreign):
+        return ConfigError("method", f"is {method}, which needs an off-policy agent (a replay buffer: agent=sac, td3, "
+                           f"sbx_sac, tqc or crossq); agent={cfg.hydra.runtime.choices.agent} is {owner}, which has "
+                           f"none (agent.{foreign[0]})")
+    return ConfigError("method", f"is {method}, which sets agent.{foreign[0]}, an option that "
+                       f"agent={cfg.hydra.runtime.choices.agent} ({owner}) does not have")
+
+
 def check_command_line(argv: list[str], config_name: str, command: str) -> ConfigError | None:
     """The first refusal of what ``argv`` asks of the ``config_name`` config: a key that does not exist, or a part
     whose extra is missing. None where the line is good, or where Hydra's composition itself fails (its answer
@@ -216,7 +238,8 @@ def check_command_line(argv: list[str], config_name: str, command: str) -> Confi
                 for error in (unknown_key(cfg, o, command) for o in keys):
                     if error is not None:
                         return error
-                error = missing_extra(compose(config_name, overrides=combination + settings, return_hydra_config=True))
+                whole = compose(config_name, overrides=combination + settings, return_hydra_config=True)
+                error = missing_extra(whole) or method_misfit(whole)
                 if error is not None:
                     return error
     except HydraException:
