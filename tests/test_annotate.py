@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -344,12 +345,39 @@ def test_a_public_address_gets_a_generated_token(tmp_path):
     try:
         url = wait_for_url(tmp_path)
         assert "?token=" in url
-        plain = url.split("?")[0].replace("0.0.0.0", "127.0.0.1")
-        assert httpx.get(plain + "api/status").status_code == 401
-        assert httpx.get(url.replace("0.0.0.0", "127.0.0.1")).status_code == 200
+        # A name a colleague can open: the machine's, then each interface's address; never the wildcard.
+        urls = json.loads(RunFolder(tmp_path).annotate_json.read_text())["urls"]
+        assert url == urls[0] and url.startswith(f"http://{socket.gethostname()}:")
+        assert all("0.0.0.0" not in u and "127.0.0.1" not in u for u in urls)
+        for each in urls:  # every address printed is the server's (this machine's)
+            assert httpx.get(each).status_code == 200
+            assert httpx.get(each.split("?")[0] + "api/status").status_code == 401
     finally:
         server.terminate()
-        server.wait(10)
+        out, _ = server.communicate(timeout=10)
+    assert f"labelling page: {urls[0]} (or {', '.join(urls[1:])})" in out and "plain HTTP" in out
+
+
+def test_a_second_server_of_a_run_leaves_the_first_announced_when_it_stops(tmp_path):
+    RunFolder(tmp_path).write_record(OmegaConf.create({"seed": 0}), [])
+    path = RunFolder(tmp_path).annotate_json
+    first = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL)
+    try:
+        url = wait_for_url(tmp_path)
+        second = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while len(json.loads(path.read_text()).get("servers", [])) < 2:
+            assert time.monotonic() < deadline, "the second server never announced itself"
+            time.sleep(0.05)
+        assert json.loads(path.read_text())["url"] != url  # the newest at the top level
+        second.terminate()
+        second.wait(10)
+        assert json.loads(path.read_text())["url"] == url  # stopping one never hides the other
+        assert httpx.get(url + "api/status").status_code == 200
+    finally:
+        first.terminate()
+        first.wait(10)
+    assert not path.exists()
 
 
 def wait_for_url(run_dir: Path, timeout_s: float = 60) -> str:

@@ -10,7 +10,6 @@ open queries.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -30,6 +29,7 @@ from rlhp.feedback.gatherer import Answers, PreferenceGatherer, Ratings, no_answ
 from rlhp.human.store import QueryStore
 from rlhp.logs import CONSOLE
 from rlhp.runs import RunFolder
+from rlhp.runs.announce import announced
 from rlhp.runs.folder import LOOPBACK
 
 log = logging.getLogger(__name__)
@@ -228,8 +228,8 @@ class AnnotationProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 60.0) -> str:
-        """Start the server and return its URL once it listens."""
-        self.run.annotate_json.unlink(missing_ok=True)
+        """Start the server and return its URL once it listens (another server of the run, an ``rlhp-annotate``,
+        keeps its own entry in ``annotate.json``)."""
         env = {**os.environ, **({"RLHP_TOKEN": self.token} if self.token else {})}
         command = [sys.executable, "-m", "rlhp.human.server", str(self.run.path), "--host", self.host,
                    "--port", str(self.port), "--lease-s", str(self.lease_s), "--parent", str(os.getpid())]
@@ -238,8 +238,9 @@ class AnnotationProcess:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.run.annotate_json.is_file():
-                return json.loads(self.run.annotate_json.read_text())["url"]
+            mine = [s for s in announced(self.run.annotate_json) if s["pid"] == self.process.pid]
+            if mine:
+                return mine[0]["url"]
             if self.process.poll() is not None:
                 tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
                 raise NetworkError(f"the annotation server did not start: {tail[0]} (see {log_path})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -14,16 +13,10 @@ from types import FrameType
 import uvicorn
 
 from rlhp.errors import ConfigError, NetworkError
-from rlhp.files import written_whole
 from rlhp.human.server.app import create_app
 from rlhp.runs import RunFolder
+from rlhp.runs.announce import announce, withdraw
 from rlhp.runs.folder import LOOPBACK
-
-
-def url_for(host: str, port: int, token: str | None) -> str:
-    """The page's URL (with the token, which the page then keeps in a cookie)."""
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -51,26 +44,26 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, token:
                            "(0 takes any free one)") from None
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2))
-    url = url_for(host, port, token)
 
-    def announce() -> None:
+    def announce_when_up() -> None:
         while not server.started and not server.should_exit:
             time.sleep(0.02)
-        with written_whole(run.annotate_json) as tmp:
-            tmp.write_text(json.dumps({"url": url, "host": host, "port": port, "pid": os.getpid()}))
-            os.chmod(tmp, 0o600)  # the URL may carry the token
-        print(f"labelling page: {url}", flush=True)
+        urls = announce(run.annotate_json, host, port, token)
+        also = f" (or {', '.join(urls[1:])})" if len(urls) > 1 else ""
+        print(f"labelling page: {urls[0]}{also}", flush=True)
+        if host not in LOOPBACK:
+            print("plain HTTP: the token travels in the clear; share the page over an SSH tunnel or behind a TLS "
+                  "proxy (docs/human-labels.md, 'Sharing the page safely')", flush=True)
         while parent is not None and not server.should_exit:
             if os.getppid() != parent:  # the trainer is gone, however it ended
                 server.should_exit = True
             time.sleep(0.5)
 
-    threading.Thread(target=announce, daemon=True).start()
+    threading.Thread(target=announce_when_up, daemon=True).start()
     # uvicorn shuts down on SIGTERM, then re-raises it to the handler found: make that one unwind
     # (cleaning up below) instead of killing the process on the spot.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         server.run(sockets=[sock])
     finally:
-        if run.annotate_json.is_file() and json.loads(run.annotate_json.read_text()).get("pid") == os.getpid():
-            run.annotate_json.unlink(missing_ok=True)
+        withdraw(run.annotate_json, os.getpid())
