@@ -8,13 +8,15 @@ import signal
 import numpy as np
 import pytest
 import torch
-from helpers import assert_loads_in_a_fresh_interpreter, random_dataset, run_cli, run_killed, trajectory
+from helpers import assert_loads_in_a_fresh_interpreter, composed, random_dataset, run_cli, run_killed, trajectory
 
 from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
-from rlhp.data.minari import save_minari
+from rlhp.data.minari import RECIPES, save_minari
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, DataError
+from rlhp.experiment.config import validate_collect
+from rlhp.experiment.preflight import check_command_line
 from rlhp.offline import OfflineAlgorithm, Transitions
 from rlhp.offline.algorithm import d3rlpy_module
 from rlhp.rewards import EnvReward
@@ -75,6 +77,22 @@ def test_a_minari_id_that_is_not_local_says_where_it_looked_and_how_to_fetch_it(
             check("mujoco/hopper/medium-v0")
         assert err.value.key == "trajectories.path"
         assert str(in_root) in str(err.value) and "minari download mujoco/hopper/medium-v0" in str(err.value)
+
+
+@pytest.mark.parametrize("dataset", ["rlhp/hopper/medium-replay-v0", "rlhp/walker2d/medium-replay-v0",
+                                     "rlhp/mine/replay-v0"])
+def test_an_rlhp_dataset_that_is_not_local_is_answered_with_the_command_that_makes_it(in_root, dataset):
+    # No server has rlhp's own datasets: `minari download` would fail; rlhp-collect makes them.
+    with pytest.raises(ConfigError) as err:
+        open_trajectories(dataset, "trajectories.path")
+    message = str(err.value)
+    assert "minari download" not in message and f"minari_id={dataset}`" in message
+    command = message.split("`")[-2]
+    assert command == RECIPES.get(dataset, command)
+    if dataset in RECIPES:  # the command itself is good: it passes rlhp-collect's checks
+        argv = command.split()[1:]
+        assert check_command_line(argv, "collect", "rlhp-collect") is None
+        validate_collect(composed("collect", argv))
 
 
 def test_transitions_cut_episodes_at_their_ends_and_relabel_in_one_pass_per_block():

@@ -20,6 +20,21 @@ _MINARI_ID = re.compile(r"^[\w.-]+(/[\w.-]+)*-v\d+$")
 """Minari's dataset ids: ``[namespace/]name-v<version>``, e.g. ``mujoco/hopper/medium-v0``."""
 INSTALL = "pip install 'rlhp[offline]'"
 
+RLHP_NAMESPACE = "rlhp/"
+"""The Minari namespace of the datasets rlhp makes (``rlhp-collect minari_id=rlhp/...``): no server has them."""
+
+_REPLAY = ("rlhp-collect expert=sac_pendulum expert.env.id={env} expert.algorithm._target_=sbx.SAC "
+           "expert.algorithm.learning_rate=3e-4 +expert.algorithm.learning_starts=10000 expert.total_timesteps={steps} "
+           "replay.keep=true replay.stop_at_return={stop} minari_id={id}")
+RECIPES = {
+    "rlhp/hopper/medium-replay-v0": _REPLAY.format(env="Hopper-v5", steps=300_000, stop=1000,
+                                                   id="rlhp/hopper/medium-replay-v0"),
+    "rlhp/walker2d/medium-replay-v0": _REPLAY.format(env="Walker2d-v5", steps=500_000, stop=1500,
+                                                     id="rlhp/walker2d/medium-replay-v0"),
+}
+"""The command that makes each dataset the shipped experiments read (a SAC agent's whole training replay until its
+last 10 episodes average about a third of D4RL's expert return; hours on one core)."""
+
 
 def looks_like_minari_id(text: str) -> bool:
     """Whether ``text`` has the shape of a Minari dataset id (``namespace/name-v0``)."""
@@ -54,9 +69,13 @@ def open_minari(dataset_id: str, key: str) -> tuple[list[Trajectory], dict[str, 
     id), with its spaces as rlhp's metadata; a config error naming ``key`` where no such dataset is local."""
     minari = _minari()
     if not local_minari_id(dataset_id):
-        raise ConfigError(key, f"{dataset_id!r} is not a local path, nor a dataset in the local Minari root "
-                          f"({str(root())!r}, MINARI_DATASETS_PATH): fetch it where there is a network with "
-                          f"`minari download {dataset_id}` and copy the root here")
+        where = f"{dataset_id!r} is not a local path, nor a dataset in the local Minari root ({str(root())!r}, " \
+                "MINARI_DATASETS_PATH)"
+        if dataset_id.startswith(RLHP_NAMESPACE):  # made here, never downloaded
+            recipe = RECIPES.get(dataset_id, f"rlhp-collect expert=<an expert> replay.keep=true minari_id={dataset_id}")
+            raise ConfigError(key, f"{where}: rlhp makes it, once (hours on one core): `{recipe}`")
+        raise ConfigError(key, f"{where}: fetch it where there is a network with `minari download {dataset_id}` and "
+                          "copy the root here")
     try:
         dataset = minari.load_dataset(dataset_id)
         episodes = list(dataset.iterate_episodes())
