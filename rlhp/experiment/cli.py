@@ -201,6 +201,18 @@ def group_options(group: str) -> list[str] | None:
     return sorted(options)
 
 
+def nested_option(argv: list[str]) -> ConfigError | None:
+    """The config error for an option in a sub-folder of an :data:`OPTION_FOLDERS` group spelt as a group of its
+    own (``experiment/bpref=walker_walk``), with the right spelling (``experiment=bpref/walker_walk``)."""
+    for override in argv:
+        key, _, value = override.lstrip("+~").partition("=")
+        group, _, sub = key.partition("/")
+        if value and group in OPTION_FOLDERS and sub and files("rlhp.conf").joinpath(group, sub).is_dir():
+            return ConfigError(key, f"is a folder of {group}'s options, not a group: write {group}={sub}/{value}",
+                               noun="config group")
+    return None
+
+
 def unknown_option(argv: list[str]) -> ConfigError | None:
     """The config error for the first option of a config group that does not exist, naming the group and its
     options: Hydra would run an optional group's misspelt option as if none were chosen (``experiment=pendullum``
@@ -238,7 +250,7 @@ def _check_overrides(command: str, argv: list[str]) -> None:
     refusal: Hydra's grammar, groups by an old name, options that do not exist, a feature whose extra is missing
     (before Hydra reads an override it cannot resolve), then keys that do not exist and the extras of what the
     config composes (:mod:`rlhp.experiment.preflight`)."""
-    for check in (unreadable_override, moved_group, renamed_key, unknown_option, extra_in_overrides):
+    for check in (unreadable_override, moved_group, renamed_key, nested_option, unknown_option, extra_in_overrides):
         _refuse(check(argv), command)
     if not any(flag in argv for flag in ("--help", "-h", "--hydra-help", "--info", "-i")):
         _refuse(check_command_line(argv, command.removeprefix("rlhp-"), command), command)
@@ -264,6 +276,11 @@ def _leaving() -> None:
 
 def train_main() -> None:
     """``rlhp-train``: preference comparisons as configured in ``rlhp/conf/train.yaml``."""
+    if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
+        from rlhp.experiment.help import train_help
+
+        print(train_help())
+        return
     _check_overrides("rlhp-train", sys.argv[1:])
     _refuse(_keep_run_record(sys.argv), "rlhp-train")
     _train_main()
