@@ -267,9 +267,11 @@ def _forkable() -> bool:
     return bool(_SERVER_ENV) and _read_at_import(os.environ) == _read_at_import(_SERVER_ENV)
 
 
-IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_", "JAX_", "XLA_")
+IMPORT_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_", "JAX_", "XLA_",
+                        "PYTHONPATH")
 """Variables the preloaded libraries read once, at import (huggingface_hub's and datasets' settings, torch's, JAX's
-config); the rest are read when used, and a child sees the test's values of them."""
+config), and PYTHONPATH, which the interpreter reads at its start (a user's own modules); the rest are read when
+used, and a child sees the test's values of them."""
 
 
 def _read_at_import(env: dict[str, str]) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import logging
 from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any
@@ -13,6 +14,7 @@ import torch
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from rlhp.api import INTERFACES, misfit
 from rlhp.data.minari import check_new_minari_id
 from rlhp.envs import MAX_ENVS
 from rlhp.errors import ArgumentError, ConfigError, RlhpError
@@ -49,10 +51,17 @@ def build(node: DictConfig, **context: Any) -> Any:
     A bad value rejected by a part's constructor becomes a :class:`ConfigError` for the node.
     """
     key = node._get_full_key(None) or "config"
+    hydra_utils = logging.getLogger("hydra.utils")
+    hydra_utils.disabled = True  # it logs a failed import on the console, in lines, before raising it to us
     try:
         target = hydra.utils.get_object(node._target_)
-    except Exception as err:
-        raise ConfigError(f"{key}._target_", f"cannot be imported: {err}") from None
+    except Exception as err:  # Hydra's message spans lines: the cause's first says it
+        cause = err.__cause__ or err
+        raise ConfigError(f"{key}._target_", f"is {node._target_}, which cannot be imported ({type(cause).__name__}: "
+                          f"{str(cause).splitlines()[0] if str(cause) else ''}); a module of one's own must be on "
+                          "PYTHONPATH or installed") from None
+    finally:
+        hydra_utils.disabled = False
     params = inspect.signature(target).parameters
     _check_options(node, key, target, params)
     wanted = {k: v for k, v in context.items() if k in params and k not in node}
@@ -60,7 +69,7 @@ def build(node: DictConfig, **context: Any) -> Any:
     wanted.update({k: build(v, **context) for k, v in node.items()
                    if isinstance(v, DictConfig) and "_target_" in v})
     try:
-        return hydra.utils.instantiate(node, **wanted)
+        part = hydra.utils.instantiate(node, **wanted)
     except InstantiationException as err:
         cause = err.__cause__
         if isinstance(cause, ArgumentError):
@@ -70,6 +79,11 @@ def build(node: DictConfig, **context: Any) -> Any:
         if isinstance(cause, (ValueError, TypeError)):
             raise ConfigError(key, f"is invalid: {cause}") from None
         raise
+    interface = INTERFACES.get(key)
+    wrong = misfit(part, interface) if interface is not None and not node.get("_partial_", False) else None
+    if wrong:
+        raise ConfigError(f"{key}._target_", f"is {node._target_}, which {wrong}")
+    return part
 
 
 def _check_options(node: DictConfig, key: str, target: Any, params: Mapping[str, inspect.Parameter]) -> None:
@@ -84,6 +98,9 @@ def _check_options(node: DictConfig, key: str, target: Any, params: Mapping[str,
             options = [p for p in params if params[p].kind not in (params[p].VAR_POSITIONAL, params[p].VAR_KEYWORD)]
             close = difflib.get_close_matches(name, options, n=1)
             hint = f"did you mean {key}.{close[0]}? " if close else ""
+            if key in INTERFACES and key.split(".")[0] == key:  # a group's part swapped by its _target_ alone
+                hint += f"(a class of one's own in place of an option: ~{key} +{key}._target_=... drops the option's " \
+                        "keys) "
             raise ConfigError(f"{key}.{name}", f"is not an option of {getattr(target, '__name__', target)}; {hint}"
                               f"its options are {', '.join(options)}")
         wrong = mismatch(value, hinted[name]) if name in hinted else None

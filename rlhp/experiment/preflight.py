@@ -88,7 +88,7 @@ def _parse(argv: list[str]) -> list[Override]:
     parser = OverridesParser.create()
     parsed = []
     for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
+        if arg.startswith("-") or not ("=" in arg or arg.startswith("~")):
             continue
         try:
             parsed += parser.parse_overrides([arg])
@@ -101,7 +101,12 @@ def _is_group(override: Override) -> bool:
     """Whether ``override`` picks a config group's option (``env=dmc``, ``hydra/launcher=joblib``) rather than
     setting a key."""
     name = override.key_or_group
-    return "/" in name or files("rlhp.conf").joinpath(name).is_dir()
+    return "/" in name or _is_group_name(name)
+
+
+def _is_group_name(name: str) -> bool:
+    """Whether ``name`` is one of rlhp's config groups (``fragmenter``)."""
+    return files("rlhp.conf").joinpath(name).is_dir()
 
 
 def _combinations(groups: list[Override]) -> list[list[str]]:
@@ -176,8 +181,8 @@ def unknown_key(cfg: DictConfig, override: Override, command: str) -> ConfigErro
         if owner is not None and (part in names or open_ended):
             return None if adding else ConfigError(full, f"is an option of {owner} that this config leaves at its "
                                                    f"default; set it with +{key}=...")
-        if adding and (owner is None and _is_open(key) and depth > 0):
-            return None
+        if adding and owner is None and (_is_open(key) and depth > 0 or depth == 0 and _is_group_name(part)):
+            return None  # a keyword dict's key, or a part of one's own where ~<group> dropped rlhp's
         close = difflib.get_close_matches(part, names, n=3)
         hint = f"did you mean {', '.join(f'{where}.{c}' if where else c for c in close)}? " if close else ""
         if not where:
@@ -219,7 +224,7 @@ def check_command_line(argv: list[str], config_name: str, command: str) -> Confi
     if any(a.startswith(("hydra.searchpath", "--config-dir", "-cd", "--config-path", "-cp")) for a in argv):
         return None  # a config folder of the user's own: rlhp cannot know its keys
     overrides = [o for o in _parse(argv) if not o.key_or_group.startswith("hydra.") and "@" not in o.key_or_group
-                 and o.type != OverrideType.DEL]
+                 and (o.type != OverrideType.DEL or _is_group(o))]  # ~fragmenter drops a part: +fragmenter.x adds
     if "-m" not in argv and "--multirun" not in argv:
         for o in overrides:
             if o.is_sweep_override():
@@ -238,7 +243,8 @@ def check_command_line(argv: list[str], config_name: str, command: str) -> Confi
                 for error in (unknown_key(cfg, o, command) for o in keys):
                     if error is not None:
                         return error
-                whole = compose(config_name, overrides=combination + settings, return_hydra_config=True)
+                whole = compose(config_name, overrides=combination + settings, return_hydra_config=True) \
+                    if settings else cfg
                 error = missing_extra(whole) or method_misfit(whole)
                 if error is not None:
                     return error
