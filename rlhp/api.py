@@ -26,8 +26,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from rlhp.data import FragmentPairs, Trajectory
 from rlhp.feedback.gatherer import Answers, OracleGatherer, PreferenceGatherer
-from rlhp.loop.fragmenters import Fragmenter
+from rlhp.loop.fragmenters import Fragmenter, RandomFragmenter
 from rlhp.loop.pools import QueryPool
 from rlhp.rewards import AgentReward, RewardInputs, RewardNet
 from rlhp.training.augment import Crop
@@ -36,9 +37,11 @@ from rlhp.training.pseudo import PseudoLabeller
 from rlhp.training.replay import LabelReplay
 from rlhp.training.warm_start import WarmStart
 
-__all__ = ["INJECTED", "INTERFACES", "AgentReward", "Answers", "Crop", "Fragmenter", "LabelFilter", "LabelReplay",
-           "OracleGatherer", "PreferenceGatherer", "PseudoLabeller", "QueryPool", "RewardInputs", "RewardNet",
-           "WarmStart", "misfit"]
+__all__ = ["INJECTED", "INTERFACES", "AgentReward", "Answers", "Crop", "FragmentPairs", "Fragmenter", "LabelFilter",
+           "LabelReplay", "OracleGatherer", "PreferenceGatherer", "PseudoLabeller", "QueryPool", "RandomFragmenter",
+           "RewardInputs", "RewardNet", "Trajectory", "WarmStart", "misfit"]
+"""The interfaces, and the building blocks a part of one's own starts from: trajectories and fragment pairs (the
+data the loop hands a part), the uniform fragmenter (candidates to choose among), the teacher base class."""
 
 INJECTED = {
     "rng": "numpy.random.Generator: the run's generator (seeded by `seed`; a part draws from it, never its own)",
