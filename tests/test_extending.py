@@ -35,7 +35,8 @@ def commands() -> list[str]:
 
 def test_the_selector_fits_in_under_60_lines_and_every_file_names_its_path(tmp_path):
     paths = save_files(tmp_path)
-    assert {"my_selector.py", "conf/fragmenter/least_margin.yaml", "conf/method/least_margin.yaml"} <= set(paths)
+    assert {"my_selector.py", "conf/fragmenter/least_margin.yaml", "conf/method/least_margin.yaml",
+            "hydra_plugins/my_method_configs/__init__.py"} <= set(paths)
     assert len((tmp_path / "my_selector.py").read_text().splitlines()) < 60
 
 
@@ -51,7 +52,7 @@ def test_the_pages_commands_run_verbatim_outside_the_repo(tmp_path):
     for method in ("pebble", "qpa", "least_margin"):  # the three side by side, each a finished run
         assert re.search(rf"^\| method={method} \| 1 \| ", report, re.M), method
     assert "my_selector.LeastMargin" in (tmp_path / "sweep" / "2" / ".hydra" / "config.yaml").read_text()
-    for run in ("teacher", "reward"):
+    for run in ("teacher", "reward", "plugged"):
         assert (tmp_path / run / "eval.json").is_file()
     assert "last-steps" in (tmp_path / "teacher" / "labels").rglob("*.arrow").__next__().read_bytes().decode(
         "latin-1")

@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, DataError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
-from rlhp.experiment.preflight import check_command_line, extra_in_overrides
+from rlhp.experiment.preflight import check_command_line, extra_in_overrides, plugged_options
 from rlhp.experiment.renamed import renamed_key
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
@@ -238,6 +238,9 @@ def unknown_option(argv: list[str]) -> ConfigError | None:
             values = value if isinstance(value, list) else [value]
         for value in values:
             if value is not None and str(value) not in options:
+                options = sorted({*options, *plugged_options(parsed.key_or_group)})  # a plug-in's too
+                if str(value) in options:
+                    continue
                 close = difflib.get_close_matches(str(value), options, n=1)
                 hint = f"did you mean {close[0]}? " if close else ""
                 return ConfigError(parsed.key_or_group, f"has no option {value!r}; {hint}its options are "

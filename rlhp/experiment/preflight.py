@@ -8,6 +8,7 @@ the key, and the part it reaches refuses it only after the run folder exists.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import inspect
 import itertools
@@ -102,6 +103,18 @@ def _is_group(override: Override) -> bool:
     setting a key."""
     name = override.key_or_group
     return "/" in name or _is_group_name(name)
+
+
+@functools.cache
+def plugged_options(group: str) -> frozenset[str]:
+    """The options of ``group`` that Hydra finds beyond rlhp's own folder: those of a package's search-path plug-in
+    (``hydra_plugins/<name>/``, docs/extending.md), which a user installs to add options without touching rlhp."""
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("rlhp.conf", version_base="1.3"):
+            return frozenset(GlobalHydra.instance().config_loader().get_group_options(group))
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def _is_group_name(name: str) -> bool:
