@@ -135,3 +135,14 @@ def test_debug_fast_shortens_the_pretraining_of_the_experiments_that_have_one():
         assert composed("train", [f"experiment={experiment}"]).trajectories.unsupervised_steps == steps
         assert composed("train", [f"experiment={experiment}", "debug=fast"]).trajectories.unsupervised_steps == 500
     assert composed("train", ["debug=fast"]).trajectories.unsupervised_steps == 0
+
+
+def test_keys_are_checked_against_the_class_the_line_gives():
+    assert refusal("~fragmenter", "+fragmenter._target_=rlhp.loop.pools.RecentEpisodes", "+fragmenter.episode=3") \
+        .startswith("config key `fragmenter.episode` is not an option of RecentEpisodes; did you mean "
+                    "fragmenter.episodes?")
+    assert refusal("~fragmenter", "+fragmenter._target_=rlhp.loop.pools.RecentEpisodes", "+fragmenter.episodes=3") \
+        is None
+    assert refusal("fragmenter._target_=nosuch.Selector", "fragmenter.share=2") == (
+        "config key `fragmenter._target_` is nosuch.Selector, which cannot be imported (ModuleNotFoundError: No module "
+        "named 'nosuch'); a module of one's own must be on PYTHONPATH or installed")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import logging
 from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any
@@ -18,6 +17,7 @@ from rlhp.api import INTERFACES, misfit
 from rlhp.data.minari import check_new_minari_id
 from rlhp.envs import MAX_ENVS
 from rlhp.errors import ArgumentError, ConfigError, RlhpError
+from rlhp.experiment.preflight import quiet_object, unimportable
 from rlhp.experiment.typecheck import hints, mismatch
 
 SEEDS = 2**32 - 1
@@ -51,17 +51,10 @@ def build(node: DictConfig, **context: Any) -> Any:
     A bad value rejected by a part's constructor becomes a :class:`ConfigError` for the node.
     """
     key = node._get_full_key(None) or "config"
-    hydra_utils = logging.getLogger("hydra.utils")
-    hydra_utils.disabled = True  # it logs a failed import on the console, in lines, before raising it to us
     try:
-        target = hydra.utils.get_object(node._target_)
-    except Exception as err:  # Hydra's message spans lines: the cause's first says it
-        cause = err.__cause__ or err
-        raise ConfigError(f"{key}._target_", f"is {node._target_}, which cannot be imported ({type(cause).__name__}: "
-                          f"{str(cause).splitlines()[0] if str(cause) else ''}); a module of one's own must be on "
-                          "PYTHONPATH or installed") from None
-    finally:
-        hydra_utils.disabled = False
+        target = quiet_object(node._target_)
+    except Exception as err:
+        raise unimportable(key, node._target_, err) from None
     params = inspect.signature(target).parameters
     _check_options(node, key, target, params)
     wanted = {k: v for k, v in context.items() if k in params and k not in node}

@@ -12,6 +12,7 @@ import functools
 import importlib.util
 import inspect
 import itertools
+import logging
 from collections.abc import Iterator
 from importlib.resources import files
 from typing import Any
@@ -155,6 +156,26 @@ def missing_extra(cfg: DictConfig) -> ConfigError | None:
     return None
 
 
+def quiet_object(path: str) -> Any:
+    """The object a ``_target_`` names, imported with Hydra's own console error held back (it logs a failed import in
+    several lines before raising it to the caller, who says it in one)."""
+    hydra_utils = logging.getLogger("hydra.utils")
+    hydra_utils.disabled = True
+    try:
+        return get_object(path)
+    finally:
+        hydra_utils.disabled = False
+
+
+def unimportable(key: str, target: str, err: Exception) -> ConfigError:
+    """The config error for the ``_target_`` of node ``key`` that cannot be imported, in one line (Hydra's message
+    spans lines: its cause's first says it)."""
+    cause = err.__cause__ or err
+    said = str(cause).splitlines()[0] if str(cause) else ""
+    return ConfigError(f"{key}._target_", f"is {target}, which cannot be imported ({type(cause).__name__}: {said}); "
+                       "a module of one's own must be on PYTHONPATH or installed")
+
+
 def _is_open(key: str) -> bool:
     """Whether ``key`` lies in a dict of free keyword arguments (``agent.policy_kwargs``, ``env.kwargs``), where
     ``+`` may add any key."""
@@ -167,9 +188,9 @@ def _options(node: DictConfig) -> tuple[list[str], str | None, bool]:
     if not isinstance(node.get("_target_"), str):
         return [str(k) for k in node], None, False
     try:
-        target = get_object(node._target_)
+        target = quiet_object(node._target_)
         params = inspect.signature(target).parameters
-    except Exception:  # noqa: BLE001 (an import the builder names, or a signature that cannot be read)
+    except Exception:  # an import the builder names in one line, or a signature that cannot be read
         return [str(k) for k in node], None, True
     named = [p for p, v in params.items() if v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
     return named, getattr(target, "__name__", str(target)), any(v.kind == v.VAR_KEYWORD for v in params.values())
@@ -189,6 +210,12 @@ def unknown_key(cfg: DictConfig, override: Override, command: str) -> ConfigErro
             continue
         where = ".".join(parts[:depth])
         names, owner, open_ended = _options(node)
+        if open_ended and owner is None:  # a target that cannot be imported, or whose signature cannot be read
+            try:
+                quiet_object(node._target_)
+            except Exception as err:
+                return unimportable(where, node._target_, err)
+            return None
         adding = override.type in (OverrideType.ADD, OverrideType.FORCE_ADD)
         full = f"{where}.{part}" if where else part
         if owner is not None and (part in names or open_ended):
@@ -248,12 +275,14 @@ def check_command_line(argv: list[str], config_name: str, command: str) -> Confi
     # The keys are checked against what the groups compose; the extras against the whole config, so that a
     # `_target_` given on the command line counts too.
     settings = [o.input_line for o in keys if not o.is_sweep_override()]
+    # A part's class given on the line is the one its keys are checked against.
+    targets = [o.input_line for o in keys if o.key_or_group.endswith("._target_") and not o.is_sweep_override()]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module("rlhp.conf", version_base="1.3"):
             for combination in _combinations(groups):
-                cfg = compose(config_name, overrides=combination, return_hydra_config=True)
-                for error in (unknown_key(cfg, o, command) for o in keys):
+                cfg = compose(config_name, overrides=combination + targets, return_hydra_config=True)
+                for error in (unknown_key(cfg, o, command) for o in keys if o.input_line not in targets):
                     if error is not None:
                         return error
                 whole = compose(config_name, overrides=combination + settings, return_hydra_config=True) \
