@@ -400,3 +400,9 @@ def test_a_refused_command_keeps_the_folders_it_did_not_make(tmp_path):
                    check=False)
     assert proc.returncode == 2
     assert [p.name for p in tmp_path.iterdir()] == ["mine"] and not list((tmp_path / "mine").iterdir())
+    # The run folder itself, made beforehand and empty: kept, as it was.
+    (tmp_path / "mine" / "run").mkdir()
+    proc = run_cli("rlhp-train", "total_comparisons=0", f"hydra.run.dir={tmp_path / 'mine' / 'run'}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 2 and (tmp_path / "mine" / "run").is_dir()
+    assert not list((tmp_path / "mine" / "run").iterdir())

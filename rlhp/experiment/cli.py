@@ -262,11 +262,16 @@ def _check_overrides(command: str, argv: list[str]) -> None:
 def _discard_unused(run_dir: Path, sweep: Path | None) -> None:
     """Remove the folder a refused launch made, when it holds nothing but the launch's own files, with the folders
     above it that this launch made and that are left empty (a sweep folder holding only Hydra's multirun.yaml
-    counts as empty): a refused command writes no run folder."""
+    counts as empty): a refused command writes no run folder. A folder that was there before (``hydra.run.dir`` of
+    one's own) keeps all but the launch's files."""
     if not RunFolder(run_dir).never_ran():
         return
-    shutil.rmtree(run_dir, ignore_errors=True)
     sweep = sweep.absolute() if sweep is not None else None
+    if run_dir.absolute() in OutputFolderCheck.made or run_dir.absolute().parent == sweep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        for made in run_dir.iterdir():  # never_ran: Hydra's record, the log and the lock only
+            shutil.rmtree(made) if made.is_dir() else made.unlink()
     for folder in sorted(OutputFolderCheck.made, key=lambda p: -len(p.parts)):  # the deepest first
         if folder.is_dir() and {p.name for p in folder.iterdir()} <= ({"multirun.yaml"} if folder == sweep else set()):
             shutil.rmtree(folder, ignore_errors=True)
