@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, DataError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
-from rlhp.experiment.preflight import check_command_line, extra_in_overrides, plugged_options
+from rlhp.experiment.preflight import adds_config_folder, check_command_line, extra_in_overrides, plugged_options
 from rlhp.experiment.renamed import renamed_key
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
 from rlhp.logs import FILE_ONLY
@@ -218,7 +218,7 @@ def unknown_option(argv: list[str]) -> ConfigError | None:
     options: Hydra would run an optional group's misspelt option as if none were chosen (``experiment=pendullum``
     trains the default CartPole). Each value of a sweep or a list (``callbacks=[...]``) is checked. Skipped where
     the command line adds a config folder, whose options rlhp cannot see."""
-    if any(a.startswith(("hydra.searchpath", "--config-dir", "-cd")) for a in argv):
+    if adds_config_folder(argv):
         return None
     parser = OverridesParser.create()
     for override in argv:

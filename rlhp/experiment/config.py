@@ -91,7 +91,7 @@ def _check_options(node: DictConfig, key: str, target: Any, params: Mapping[str,
             options = [p for p in params if params[p].kind not in (params[p].VAR_POSITIONAL, params[p].VAR_KEYWORD)]
             close = difflib.get_close_matches(name, options, n=1)
             hint = f"did you mean {key}.{close[0]}? " if close else ""
-            if key in INTERFACES and key.split(".")[0] == key:  # a group's part swapped by its _target_ alone
+            if key in INTERFACES and "." not in key:  # a group's part swapped by its _target_ alone
                 hint += f"(a class of one's own in place of an option: ~{key} +{key}._target_=... drops the option's " \
                         "keys) "
             raise ConfigError(f"{key}.{name}", f"is not an option of {getattr(target, '__name__', target)}; {hint}"

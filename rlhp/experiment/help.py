@@ -4,7 +4,8 @@ the composed config stays behind ``--cfg job``."""
 from __future__ import annotations
 
 from importlib.resources import files
-from importlib.resources.abc import Traversable
+
+from rlhp.experiment.cli import OPTION_FOLDERS, group_options
 
 GROUPS = {
     "env": "the environment",
@@ -52,25 +53,13 @@ NOT_GROUPS = frozenset({"hydra", "expert", "__pycache__"})
 
 
 def train_groups() -> dict[str, list[str]]:
-    """``rlhp-train``'s config groups and their options, found in ``rlhp/conf`` (an experiment in a sub-folder is
-    one option, ``bpref/walker_walk``)."""
+    """``rlhp-train``'s config groups and their options, as the option check reads them from ``rlhp/conf`` (an
+    experiment in a sub-folder is one option, ``bpref/walker_walk``)."""
     conf = files("rlhp.conf")
-    groups: dict[str, list[str]] = {}
-
-    def options(folder: Traversable, prefix: str = "") -> list[str]:
-        return [prefix + p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")]
-
-    for folder in conf.iterdir():
-        if not folder.is_dir() or folder.name in NOT_GROUPS:
-            continue
-        groups[folder.name] = options(folder)
-        for sub in folder.iterdir():
-            if sub.is_dir() and sub.name != "__pycache__":
-                if folder.name == "experiment":
-                    groups["experiment"] += options(sub, f"{sub.name}/")
-                else:
-                    groups[f"{folder.name}/{sub.name}"] = options(sub)
-    return {name: sorted(found) for name, found in groups.items() if found}
+    names = [f.name for f in conf.iterdir() if f.is_dir() and f.name not in NOT_GROUPS]
+    names += [f"{name}/{sub.name}" for name in names if name not in OPTION_FOLDERS
+              for sub in conf.joinpath(name).iterdir() if sub.is_dir() and sub.name != "__pycache__"]
+    return {name: options for name in names if (options := group_options(name))}
 
 
 def train_help(width: int = 120) -> str:

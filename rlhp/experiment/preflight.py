@@ -57,6 +57,11 @@ MAX_COMBINATIONS = 16
 combinations; a larger product is checked on its first."""
 
 
+def adds_config_folder(argv: list[str]) -> bool:
+    """Whether the command line adds a config folder of the user's own (``-cd conf``, ``hydra.searchpath=...``)."""
+    return any(a.startswith(("hydra.searchpath", "--config-dir", "-cd", "--config-path", "-cp")) for a in argv)
+
+
 def _installed(module: str) -> bool:
     """Whether ``module`` can be imported (its parent package too)."""
     try:
@@ -184,16 +189,18 @@ def _is_open(key: str) -> bool:
 
 def _options(node: DictConfig) -> tuple[list[str], str | None, bool]:
     """What a key under ``node`` may be: the names, the class that takes them (None for a plain dict) and whether
-    it takes any keyword (``**kwargs``)."""
+    it takes any keyword (``**kwargs``, or a signature that cannot be read). A ``_target_`` that cannot be imported
+    raises, for the caller to name."""
     if not isinstance(node.get("_target_"), str):
         return [str(k) for k in node], None, False
+    target = quiet_object(node._target_)
+    owner = getattr(target, "__name__", str(target))
     try:
-        target = quiet_object(node._target_)
         params = inspect.signature(target).parameters
-    except Exception:  # an import the builder names in one line, or a signature that cannot be read
-        return [str(k) for k in node], None, True
+    except (TypeError, ValueError):
+        return [str(k) for k in node], owner, True
     named = [p for p, v in params.items() if v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
-    return named, getattr(target, "__name__", str(target)), any(v.kind == v.VAR_KEYWORD for v in params.values())
+    return named, owner, any(v.kind == v.VAR_KEYWORD for v in params.values())
 
 
 def unknown_key(cfg: DictConfig, override: Override, command: str) -> ConfigError | None:
@@ -209,13 +216,10 @@ def unknown_key(cfg: DictConfig, override: Override, command: str) -> ConfigErro
             node = node._get_node(part) if OmegaConf.is_missing(node, part) else node[part]
             continue
         where = ".".join(parts[:depth])
-        names, owner, open_ended = _options(node)
-        if open_ended and owner is None:  # a target that cannot be imported, or whose signature cannot be read
-            try:
-                quiet_object(node._target_)
-            except Exception as err:
-                return unimportable(where, node._target_, err)
-            return None
+        try:
+            names, owner, open_ended = _options(node)
+        except Exception as err:
+            return unimportable(where, node._target_, err)
         adding = override.type in (OverrideType.ADD, OverrideType.FORCE_ADD)
         full = f"{where}.{part}" if where else part
         if owner is not None and (part in names or open_ended):
@@ -245,7 +249,10 @@ def method_misfit(cfg: DictConfig) -> ConfigError | None:
     method = cfg.hydra.runtime.choices.get("method")
     if method is None or not isinstance(cfg.get("agent"), DictConfig):
         return None
-    names, owner, open_ended = _options(cfg.agent)
+    try:
+        names, owner, open_ended = _options(cfg.agent)
+    except Exception:  # the builder names an agent that cannot be imported
+        return None
     foreign = [str(k) for k in cfg.agent if str(k) not in names and not str(k).startswith("_")]
     if owner is None or open_ended or not foreign:
         return None
@@ -261,8 +268,8 @@ def check_command_line(argv: list[str], config_name: str, command: str) -> Confi
     """The first refusal of what ``argv`` asks of the ``config_name`` config: a key that does not exist, or a part
     whose extra is missing. None where the line is good, or where Hydra's composition itself fails (its answer
     stands)."""
-    if any(a.startswith(("hydra.searchpath", "--config-dir", "-cd", "--config-path", "-cp")) for a in argv):
-        return None  # a config folder of the user's own: rlhp cannot know its keys
+    if adds_config_folder(argv):
+        return None  # rlhp cannot know its keys
     overrides = [o for o in _parse(argv) if not o.key_or_group.startswith("hydra.") and "@" not in o.key_or_group
                  and (o.type != OverrideType.DEL or _is_group(o))]  # ~fragmenter drops a part: +fragmenter.x adds
     if "-m" not in argv and "--multirun" not in argv:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlhp.runs import RunFolder
 
@@ -28,14 +29,19 @@ class Run:
         """The folder's name (a sweep job's number)."""
         return self.folder.path.name
 
+    @functools.cached_property
+    def recorded(self) -> tuple[dict[str, str], DictConfig | None]:
+        """The options and the config the run recorded (read once: every swept key of every run asks)."""
+        return self.folder.choices(), self.folder.config() if self.folder.config_yaml.is_file() else None
+
     def setting(self, key: str) -> str:
         """This run's value of ``key``: its override, else the option or value its recorded config has."""
         if key in self.overrides:
             return self.overrides[key]
-        choices = self.folder.choices()
+        choices, config = self.recorded
         if key in choices:
             return choices[key]
-        value = OmegaConf.select(self.folder.config(), key, default=None) if self.folder.config_yaml.is_file() else None
+        value = OmegaConf.select(config, key, default=None) if config is not None else None
         return "null" if value is None else str(value)
 
     def configuration(self, swept: list[str]) -> str:
