@@ -14,9 +14,6 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch lies on local disk; any other torch pulls a multi-GB CUDA build.
 	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	# d3rlpy (agent=iql, td3bc) pins gymnasium==1.0.0 and runs on later ones: installed without its pins
-	# (its other needs are rlhp's `offline` extra).
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps d3rlpy==2.8.1 gym==0.26.2
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install rlhp with its test extras (fast when done)

@@ -272,15 +272,14 @@ def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_ag
     import sbx
     import stable_baselines3 as sb3
 
-    from rlhp.offline.algorithm import d3rlpy_module
+    from rlhp.offline.algorithm import LEARNERS, learner_class
     from rlhp.sources.domains import DOMAINS, OFFLINE_DOMAINS
     arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ,
                                    sbx.PPO)
                  for name in inspect.signature(algo.__init__).parameters}
     assert set(DOMAINS) <= arguments
-    algos = d3rlpy_module().algos
-    offline = {f for algo in (algos.IQLConfig, algos.TD3PlusBCConfig) for f in algo.__dataclass_fields__}
-    assert set(OFFLINE_DOMAINS) <= offline | {"hidden_units"}
+    offline = {f for name in LEARNERS for f in inspect.signature(learner_class(name)).parameters}
+    assert set(OFFLINE_DOMAINS) <= offline
     for option in options("agent"):
         node = OmegaConf.to_container(OmegaConf.load(CONF / "agent" / f"{option}.yaml"))  # unresolved
         if option in OFFLINE_AGENTS:  # the offline agent's own keys are checked where it is made

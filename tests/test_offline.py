@@ -1,4 +1,4 @@
-"""The offline track: Minari datasets, the offline agents (IQL, TD3+BC through d3rlpy) and offline runs."""
+"""The offline track: Minari datasets, the offline agents (IQL, TD3+BC in JAX) and offline runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import signal
 
 import numpy as np
 import pytest
-import torch
 from helpers import assert_loads_in_a_fresh_interpreter, composed, random_dataset, run_cli, run_killed, trajectory
 
 from rlhp.data.hub import check_source, open_trajectories
@@ -17,8 +16,7 @@ from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, DataError
 from rlhp.experiment.config import validate_collect
 from rlhp.experiment.preflight import check_command_line
-from rlhp.offline import OfflineAlgorithm, Transitions
-from rlhp.offline.algorithm import d3rlpy_module
+from rlhp.offline import OfflineAlgorithm, Transitions, saved_policy
 from rlhp.rewards import EnvReward
 from rlhp.sources.offline import OfflineAgent
 from rlhp.sources.policies import random_policy
@@ -123,20 +121,22 @@ class ActionReward:
 
 
 @pytest.mark.parametrize("name", ["IQL", "TD3PlusBC"])
-def test_an_offline_agent_learns_the_reward_it_is_paid_not_the_envs(name):
+def test_an_offline_agent_learns_the_reward_it_is_paid_not_the_envs(name, tmp_path):
     env = GymEnv("Pendulum-v1", n_envs=2)
     venv = env.make(0)
     venv.action_space.seed(0)
     data = Transitions.of(rollout(venv, random_policy(venv.action_space), 2000))  # actions uniform in [-2, 2]
     means = {}
     for sign in (1.0, -1.0):
-        torch.manual_seed(0)
         algorithm = OfflineAlgorithm(name, {"hidden_units": [32, 32], "batch_size": 64},
                                      normalize_observations=name == "TD3PlusBC")
         agent = OfflineAgent(algorithm, data, *env.spaces(), ActionReward(sign), seed=0)
         assert agent.train(300).steps == 300
         actions = agent.policy(data.obs[:500])
         assert actions.shape == (500, 1) and np.all(np.abs(actions) <= 2.0 + 1e-5)  # the env's bounds
+        # The saved policy, run with NumPy alone, acts as the agent does.
+        agent.save(tmp_path)
+        np.testing.assert_allclose(saved_policy(tmp_path / "agent.npz")(data.obs[:500]), actions, atol=1e-5)
         means[sign] = float(actions.mean())
     assert means[1.0] > 0.5 and means[-1.0] < -0.5, means
 
@@ -206,8 +206,8 @@ OFFLINE = ["env=gym", "env.id=Pendulum-v1", "trajectories=dataset", f"trajectori
 @pytest.mark.slow
 @pytest.mark.parametrize(("agent", "learning", "net"), [("iql", "preferences", "mujoco"), ("td3bc", "none", "mujoco"),
                                                       ("iql", "preferences", "preference_transformer")])
-def test_an_offline_run_trains_on_a_minari_dataset_and_saves_an_agent_d3rlpy_loads(tmp_path, in_root, agent,
-                                                                                  learning, net):
+def test_an_offline_run_trains_on_a_minari_dataset_and_saves_a_policy_numpy_runs(tmp_path, in_root, agent, learning,
+                                                                                 net):
     # The learned reward (Markovian or Preference Transformer), or the true one (the ceiling).
     proc = run_cli("rlhp-train", *OFFLINE, f"agent={agent}", f"reward_learning={learning}", f"reward_net={net}",
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
@@ -218,8 +218,8 @@ def test_an_offline_run_trains_on_a_minari_dataset_and_saves_an_agent_d3rlpy_loa
     rows = (run / "metrics.csv").read_text().splitlines()
     timesteps = [r.split(",")[rows[0].split(",").index("timesteps")] for r in rows[1:]]
     assert timesteps[-1] == "64" and set(timesteps[:-1]) == {"0"}  # every step in the last round
-    loaded = d3rlpy_module().load_learnable(str(run / "checkpoints" / "final" / "agent.d3"), device="cpu:0")
-    assert loaded.predict(np.zeros((1, 3), np.float32)).shape == (1, 1)
+    act = saved_policy(run / "checkpoints" / "final" / "agent.npz")
+    assert act(np.zeros((1, 3), np.float32)).shape == (1, 1)
 
 
 @pytest.mark.slow
@@ -349,3 +349,15 @@ def test_behavioural_cloning_first_is_refused_for_an_offline_agent(tmp_path, in_
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("rlhp-train: config error: config key `pretrain` clones into a stable-baselines3")
+
+
+def test_the_one_minute_path_runs_on_the_dataset_shipped_in_the_package(tmp_path):
+    # No Minari root, no dataset of one's own: the experiment reads the replay inside the package.
+    proc = run_cli("rlhp-train", "experiment=offline/pendulum", "logger=none", "total_timesteps=64",
+                   "evaluation.episodes=1", "agent.learner.hidden_units=[16]", f"hydra.run.dir={tmp_path / 'run'}",
+                   cwd=tmp_path)
+    assert "Traceback" not in proc.stderr and "overlap" not in proc.stderr, proc.stderr[-2000:]
+    result = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert result["episodes"] == 1 and result["reward_correlation"] > 0.5
+    config = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
+    assert "${rlhp.sample:pendulum-medium-replay}" in config  # found wherever the package is installed

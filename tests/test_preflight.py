@@ -64,8 +64,8 @@ def test_collect_and_bc_are_checked_against_their_own_config():
 @pytest.mark.parametrize(("argv", "missing", "message"), [
     (["experiment=bpref/walker_walk"], {"sbx"},
      "config key `agent` needs SBX's JAX agents, which comes with an extra: pip install 'rlhp[jax]'"),
-    (["agent=iql", "trajectories=dataset", "trajectories.path=x"], {"d3rlpy"},
-     "config key `agent` needs the offline learners (d3rlpy), which comes with an extra: pip install 'rlhp[offline]'"),
+    (["agent=iql", "trajectories=dataset", "trajectories.path=x"], {"flax"},
+     "config key `agent` needs the offline learners (JAX), which comes with an extra: pip install 'rlhp[offline]'"),
     (["-m", "agent=ppo,crossq"], {"sbx"}, "config key `agent` needs SBX's JAX agents"),
     (["experiment=bpref/window_open"], {"metaworld"}, "config key `env` needs Meta-World's tasks, which comes with an "
                                                        "extra: pip install 'rlhp[metaworld]'"),

@@ -39,14 +39,14 @@ EXTRAS = {
     "agent=tqc": ("sbx", "jax", "SBX's JAX agents"),
     "agent=crossq": ("sbx", "jax", "SBX's JAX agents"),
     "agent=sbx_ppo": ("sbx", "jax", "SBX's JAX agents"),
-    "agent=iql": ("d3rlpy", "offline", "the offline learners (d3rlpy)"),
-    "agent=td3bc": ("d3rlpy", "offline", "the offline learners (d3rlpy)"),
+    "agent=iql": ("flax", "offline", "the offline learners (JAX)"),
+    "agent=td3bc": ("flax", "offline", "the offline learners (JAX)"),
 }
 """Options (or a group's every option, ``hparams_search=``) whose feature lives in an extra: (the module it needs,
 the extra, what it is)."""
 
 MODULE_EXTRAS = {
-    "sbx": "jax", "jax": "jax", "flax": "jax", "optax": "jax", "d3rlpy": "offline", "minari": "offline",
+    "sbx": "jax", "jax": "jax", "flax": "jax", "optax": "jax", "minari": "offline",
     "h5py": "offline", "metaworld": "metaworld", "shimmy": "dmc", "dm_control": "dmc", "ale_py": "atari",
     "cv2": "atari", "minatar": "minatar", "mujoco": "mujoco", "optuna": "search",
 }

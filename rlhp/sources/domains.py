@@ -109,7 +109,7 @@ OFFLINE_DOMAINS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "update_actor_interval": (_count(1), "an integer of at least 1"),
     "hidden_units": (_widths, "a non-empty list of layer widths in [1, 65536]"),
 }
-"""d3rlpy's arguments (the offline agents' ``learner`` keys), as :data:`DOMAINS`: d3rlpy checks none of them."""
+"""The offline learners' arguments (the offline agents' ``learner`` keys), as :data:`DOMAINS`."""
 
 
 def _configured(algorithm: Callable[..., Any]) -> tuple[type, Mapping[str, Any]]:

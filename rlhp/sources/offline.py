@@ -1,9 +1,8 @@
-"""The offline agent: a d3rlpy algorithm trained on a dataset's transitions, relabelled by the learned reward
-before every training phase, on mini-batches drawn by its own generator (so a checkpoint resumes exactly)."""
+"""The offline agent: a learner (IQL, TD3+BC in JAX) trained on a dataset's transitions, relabelled by the learned
+reward before every training phase, on mini-batches drawn by its own generator (so a checkpoint resumes exactly)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,34 +13,58 @@ import torch
 from tqdm.auto import tqdm
 
 from rlhp.errors import ArgumentError, ConfigError
-from rlhp.offline.algorithm import OfflineAlgorithm, algorithm_config, d3rlpy_module
+from rlhp.offline.algorithm import OfflineAlgorithm, check_settings, learner_class
 from rlhp.offline.transitions import Transitions
 from rlhp.rewards import AgentReward
 from rlhp.sources.base import Agent, AgentReport
 from rlhp.sources.domains import check_learner
 
+CHUNK = 500
+"""Gradient steps a compiled call (the progress bar moves by this many)."""
+
+
+class Scaling:
+    """How the env's observations and actions map to the learner's: observations standardised (TD3+BC's) or kept,
+    actions from the env's bounds to [-1, 1]."""
+
+    def __init__(self, mean: np.ndarray, std: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+        self.mean, self.std = mean.astype(np.float32), np.maximum(std, 1e-3).astype(np.float32)
+        self.low, self.high = low.astype(np.float32), high.astype(np.float32)
+
+    def obs(self, obs: np.ndarray) -> np.ndarray:
+        """Observations as the learner reads them."""
+        return (np.asarray(obs, np.float32) - self.mean) / self.std
+
+    def to_unit(self, acts: np.ndarray) -> np.ndarray:
+        """The env's actions in [-1, 1]."""
+        return (2 * (acts - self.low) / (self.high - self.low) - 1).astype(np.float32)
+
+    def to_env(self, unit: np.ndarray) -> np.ndarray:
+        """Actions in [-1, 1] in the env's bounds."""
+        return self.low + (np.asarray(unit) + 1) * (self.high - self.low) / 2
+
 
 class Predictor:
     """The agent's greedy policy behind SB3's ``predict`` signature, for SB3's ``evaluate_policy``."""
 
-    def __init__(self, learner: Any) -> None:
-        self.learner = learner
+    def __init__(self, learner: Any, scaling: Scaling) -> None:
+        self.learner, self.scaling = learner, scaling
 
     def predict(self, observation: np.ndarray, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, None]:
         """The greedy action for a batch of observations (offline policies are evaluated greedy)."""
-        return self.learner.predict(np.asarray(observation, np.float32)), None
+        return self.scaling.to_env(self.learner.predict(self.scaling.obs(observation))), None
 
 
 class OfflineAgent(Agent):
     """An offline RL agent trained on a fixed set of transitions, paid the reward it is given.
 
     Args:
-        algorithm: the d3rlpy algorithm and its scaling (the agent group).
+        algorithm: the learner and its scaling (the agent group).
         transitions: the dataset's transitions.
         observation_space, action_space: the env's (Box) spaces, which the dataset was recorded in.
         reward: what the agent learns on: the learned reward net, or the env's own (the ceiling).
-        seed: seeds the mini-batch generator.
+        seed: seeds the learner's first weights and the mini-batch generator.
     """
 
     def __init__(self, algorithm: OfflineAlgorithm, transitions: Transitions, observation_space: gym.Space,
@@ -50,30 +73,21 @@ class OfflineAgent(Agent):
             raise ConfigError("agent", f"({algorithm.name}) takes Box observations and continuous (Box) actions; "
                               f"this env has {observation_space} and {action_space}")
         check_learner(algorithm.learner, algorithm.device)
-        d3rlpy = d3rlpy_module()
-        self.spec, self.transitions, self.reward = algorithm, transitions, reward
-        self.rng = np.random.default_rng(seed)
         try:
-            config = algorithm_config(algorithm.name, **algorithm.learner)
+            check_settings(algorithm.name, algorithm.learner)
         except ArgumentError as err:
             raise ConfigError("agent.name" if err.argument == "name" else f"agent.learner.{err.argument}",
                               err.problem) from None
-        # d3rlpy's policies act in [-1, 1]; the env's bounds are mapped there and back.
-        config = dataclasses.replace(config, action_scaler=d3rlpy.preprocessing.MinMaxActionScaler(
-            minimum=action_space.low, maximum=action_space.high))
-        if algorithm.normalize_observations:
-            config = dataclasses.replace(config, observation_scaler=d3rlpy.preprocessing.StandardObservationScaler(
-                mean=transitions.obs.mean(0), std=transitions.obs.std(0)))
-        device = algorithm.device
-        if device == "auto":
-            device = "cuda:0" if torch.cuda.is_available() else "cpu:0"
-        self.learner = config.create(device=device)
-        self.learner.create_impl(observation_space.shape, int(np.prod(action_space.shape)))
-        self.algorithm = Predictor(self.learner)
-        # The next action within its episode (the last step's own where the episode ends): what SARSA-style
-        # targets read.
-        same = np.append(transitions.episode[1:] == transitions.episode[:-1], False)
-        self.next_rows = np.arange(len(transitions)) + same
+        _check_device(algorithm.device)
+        self.spec, self.transitions, self.reward = algorithm, transitions, reward
+        self.rng = np.random.default_rng(seed)
+        normalised = algorithm.normalize_observations
+        self.scaling = Scaling(transitions.obs.mean(0) if normalised else np.zeros(observation_space.shape),
+                               transitions.obs.std(0) if normalised else np.ones(observation_space.shape),
+                               action_space.low, action_space.high)
+        self.learner = learner_class(algorithm.name)(
+            int(np.prod(observation_space.shape)), int(np.prod(action_space.shape)), seed, **algorithm.learner)
+        self.algorithm = Predictor(self.learner, self.scaling)
 
     @property
     def rollout_steps(self) -> int:
@@ -98,17 +112,20 @@ class OfflineAgent(Agent):
 
     def train(self, steps: int) -> AgentReport:
         """``steps`` gradient steps on mini-batches of the transitions, relabelled first."""
-        data = self.transitions
-        rewards = self.rewards()[:, None]
-        batch_size, ones = self.learner.config.batch_size, np.ones((self.learner.config.batch_size, 1), np.float32)
-        d3rlpy = d3rlpy_module()
-        for _ in tqdm(range(steps), desc=f"{self.spec.name} steps", unit="step", leave=False, dynamic_ncols=True,
-                      mininterval=1.0):
-            rows = self.rng.integers(0, len(data), batch_size)
-            self.learner.update(d3rlpy.dataset.TransitionMiniBatch(
-                observations=data.obs[rows], actions=data.acts[rows], rewards=rewards[rows],
-                next_observations=data.next_obs[rows], next_actions=data.acts[self.next_rows[rows]],
-                terminals=data.terminals[rows, None], intervals=ones, transitions=[]))
+        import jax.numpy as jnp
+
+        from rlhp.offline.learner import Batch
+
+        data, scaling = self.transitions, self.scaling
+        batch = Batch(*(jnp.asarray(column) for column in (
+            scaling.obs(data.obs), scaling.to_unit(data.acts), self.rewards(), scaling.obs(data.next_obs),
+            data.terminals)))
+        with tqdm(total=steps, desc=f"{self.spec.name} steps", unit="step", leave=False, dynamic_ncols=True,
+                  mininterval=1.0) as bar:
+            for start in range(0, steps, CHUNK):
+                count = min(CHUNK, steps - start)
+                self.learner.update(batch, self.rng.integers(0, len(data), (count, self.learner.batch_size)))
+                bar.update(count)
         return AgentReport(steps, np.zeros(0))
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
@@ -116,18 +133,27 @@ class OfflineAgent(Agent):
         return self.algorithm.predict(obs)[0]
 
     def save(self, folder: str | Path) -> None:
-        """Save as d3rlpy's ``agent.d3`` (``d3rlpy.load_learnable`` reads it)."""
-        self.learner.save(str(Path(folder) / "agent.d3"))
+        """Save ``agent.npz``: every array of the learner's state by its path, and the scaling (``obs_mean``,
+        ``obs_std``, ``action_low``, ``action_high``); :func:`rlhp.offline.saved_policy` acts from it."""
+        scaling = self.scaling
+        np.savez(Path(folder) / "agent.npz", **self.learner.arrays(), obs_mean=scaling.mean, obs_std=scaling.std,
+                 action_low=scaling.low, action_high=scaling.high)
 
     def named_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """The weights of every network (checked for NaN after training)."""
-        modules = self.learner.impl.modules
-        for field in dataclasses.fields(modules):
-            module = getattr(modules, field.name)
-            if isinstance(module, torch.nn.Module):
-                for name, p in module.named_parameters():
-                    yield f"{field.name}.{name}", p
+        """The weights of every network and its optimiser's state (checked for NaN after training)."""
+        for name, array in self.learner.arrays().items():
+            yield name, torch.from_numpy(np.array(array))
 
     def __getstate__(self) -> dict[str, Any]:
         # The transitions are read again from the dataset (see DatasetSource), not stored in checkpoints.
         return {k: v for k, v in self.__dict__.items() if k != "transitions"}
+
+
+def _check_device(device: str) -> None:
+    """Refuse ``device=cuda`` where JAX has no GPU (its CPU build): the run would train on the CPU unsaid."""
+    if device.startswith("cuda"):
+        import jax
+
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            raise ConfigError("device", f"is {device}, but this JAX has no GPU (offline learners run in JAX: "
+                              "install its CUDA build, or use device=cpu)")
