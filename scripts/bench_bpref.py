@@ -41,7 +41,9 @@ from hydra import compose, initialize_config_module  # noqa: E402
 from hydra.errors import HydraException  # noqa: E402
 from ledger import merge_rows, read_rows, write_rows  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
+from scipy import stats  # noqa: E402
 
+from rlhp.experiment.protocols import PUBLISHED as PUBLISHED_PROTOCOL  # noqa: E402
 from rlhp.report.folders import Run  # noqa: E402
 from rlhp.report.stats import mean_ci  # noqa: E402
 
@@ -60,12 +62,33 @@ PUBLISHED = {
     "hammer": (10_000, [41, 85, 92, 79, 96]),
 }
 METHODS = ["PEBBLE", "SURF", "RUNE", "QPA", "PPE"]
+PUBLISHED_SEEDS = 5
+"""Seeds behind each published figure (PPE's Table 1)."""
+PUBLISHED_STD: dict[tuple[str, str], float] = {}
+"""The published figures' standard deviations, by (task, method), where recorded here: PPE's Table 1 prints them,
+and none has been copied in yet. Where one is missing the verdict tests rlhp's seeds against the published mean alone
+(one-sample t), and says so."""
 # The tasks the benchmark's targets name: always in the table, run or not.
 TARGETS = ["walker_walk", "cheetah_run", "window_open", "door_open", "button_press"]
 CEILING = "ceiling"
-FIELDS = ["task", "method", "seed", "steps", "labels", "return", "success_rate", "wall_min", "machine", "date"]
+FIELDS = ["task", "method", "protocol", "seed", "steps", "labels", "return", "success_rate", "wall_min", "machine",
+          "date"]
+EARLIER = "earlier"
+"""The protocol of the runs recorded before the experiments followed the published one (B-Pref's label batches of
+50, SBX's SAC 256 x 2 on batches of 256, 300k steps on Meta-World): rows whose eval.json names no protocol."""
+PROTOCOLS = {"published": "bpref", "cpu": "bpref_cpu"}
+"""Each protocol a run can be made in, by the experiment folder that holds it (rlhp/experiment/protocols.py)."""
+MIN_SEEDS = 5
+"""Fresh seeds a verdict needs."""
+TUNING_FROM = 100
+"""Seeds from this one on are tuning seeds (settings were chosen on them): shown apart, never in a mean beside a
+published figure."""
+TUNED = {("window_open", "pebble+labels20"): {"0"}, ("button_press", "pebble+labels60"): {"0"},
+         ("button_press", "pebble+lr1e-4"): {"0"}}
+"""Recorded runs below :data:`TUNING_FROM` on whose seed a variant was chosen (docs/tuning.md says which): tuning
+seeds too."""
 LEDGER = Path(__file__).resolve().parents[1] / "docs" / "data" / "bpref_runs.csv"
-CURVE_FIELDS = ["task", "method", "seed", "steps", "timesteps", "return", "success_rate"]
+CURVE_FIELDS = ["task", "method", "protocol", "seed", "steps", "timesteps", "return", "success_rate"]
 CURVES = "bpref_curves.csv"
 """The file of the runs' rounds, beside the ledger."""
 VARIANTS = "bpref_variants.csv"
@@ -93,14 +116,15 @@ def first_steps(cfg: DictConfig, steps: int) -> list[str]:
     return overrides
 
 
-def protocol(task: str, overrides: list[str]) -> DictConfig:
-    """The composed config of ``experiment=bpref/<task>`` with ``overrides`` (a method's among them: its settings
-    exist only once it is chosen); refused in a line where an override does not compose."""
+def protocol(experiment: str, overrides: list[str]) -> DictConfig:
+    """The composed config of ``experiment=<experiment>`` (``bpref/<task>`` or ``bpref_cpu/<task>``) with
+    ``overrides`` (a method's among them: its settings exist only once it is chosen); refused in a line where an
+    override does not compose."""
     with initialize_config_module("rlhp.conf", version_base="1.3"):
         try:
-            return compose("train", [f"experiment=bpref/{task}", *overrides])
+            return compose("train", [f"experiment={experiment}", *overrides])
         except HydraException as error:
-            raise SystemExit(f"experiment=bpref/{task} {' '.join(overrides)}: {error}") from None
+            raise SystemExit(f"experiment={experiment} {' '.join(overrides)}: {error}") from None
 
 
 def ledger_name(method: str, variant: str) -> str:
@@ -142,18 +166,24 @@ def record(task: str, method: str, run: Run, machine: str) -> dict[str, str]:
     last = run.rows[-1]
     success = run.evaluation.get("success_rate")
     finished = datetime.date.fromtimestamp(run.folder.eval_json.stat().st_mtime)
-    return {"task": task, "method": method, "seed": str(run.folder.config().seed),
+    return {"task": task, "method": method, "protocol": run_protocol(run), "seed": str(run.folder.config().seed),
             "steps": str(int(last["timesteps"])), "labels": str(int(last.get("comparisons") or 0)),
             "return": f"{run.evaluation['true_return_mean']:.1f}",
             "success_rate": "" if success is None else f"{success:.3f}", "wall_min": f"{last['wall_s'] / 60:.1f}",
             "machine": machine, "date": finished.isoformat()}
 
 
+def run_protocol(run: Run) -> str:
+    """The protocol a run followed, as its eval.json records it (:data:`EARLIER` where it records none)."""
+    return run.evaluation.get("protocol", {}).get("name", EARLIER)
+
+
 def rounds(task: str, method: str, run: Run) -> list[dict[str, str]]:
     """A finished run's rounds as rows of the curves' file: steps so far, the training episodes' mean return and
     success rate (Meta-World's)."""
     seed, steps = str(run.folder.config().seed), str(int(run.rows[-1]["timesteps"]))
-    return [{"task": task, "method": method, "seed": seed, "steps": steps, "timesteps": str(int(r["timesteps"])),
+    return [{"task": task, "method": method, "protocol": run_protocol(run), "seed": seed, "steps": steps,
+             "timesteps": str(int(r["timesteps"])),
              "return": f"{r['true_return_mean']:.1f}",
              "success_rate": "" if r.get("success_rate") is None else f"{r['success_rate']:.3f}"}
             for r in run.rows if r.get("true_return_mean") is not None]
@@ -167,14 +197,14 @@ def read_ledger(path: Path, fields: list[str] = FIELDS) -> list[dict[str, str]]:
 
 def write_ledger(path: Path, rows: list[dict[str, str]], fields: list[str] = FIELDS) -> None:
     """Write ``rows`` sorted by task, method, steps, seed (and round), so that the file's diffs show what changed."""
-    write_rows(path, rows, fields, lambda r: (r["task"], r["method"], int(r["steps"]), int(r["seed"]),
-                                              int(r.get("timesteps", 0))))
+    write_rows(path, rows, fields, lambda r: (r["task"], r["method"], r["protocol"], int(r["steps"]),
+                                              int(r["seed"]), int(r.get("timesteps", 0))))
 
 
 def merge(ledger: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
-    """``ledger`` with ``new`` rows added; new rows replace the rows of the same task, method, seed and steps (a
-    run's row, or all its rounds)."""
-    return merge_rows(ledger, new, ("task", "method", "seed", "steps"))
+    """``ledger`` with ``new`` rows added; new rows replace the rows of the same task, method, protocol, seed and
+    steps (a run's row, or all its rounds)."""
+    return merge_rows(ledger, new, ("task", "method", "protocol", "seed", "steps"))
 
 
 def largest_budget(rows: list[dict[str, str]]) -> tuple[int, list[dict[str, str]]]:
@@ -183,40 +213,85 @@ def largest_budget(rows: list[dict[str, str]]) -> tuple[int, list[dict[str, str]
     return steps, [r for r in rows if int(r["steps"]) == steps]
 
 
+def fresh(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows of fresh seeds (below :data:`TUNING_FROM`, and not in :data:`TUNED`): the only ones a figure beside a
+    published one reads."""
+    return [r for r in rows
+            if int(r["seed"]) < TUNING_FROM and r["seed"] not in TUNED.get((r["task"], r["method"]), ())]
+
+
+def values(rows: list[dict[str, str]]) -> np.ndarray:
+    """Each run's figure: its success rate in percent where the env reports one (Meta-World), else its return."""
+    if all(r["success_rate"] for r in rows):
+        return 100 * np.array([float(r["success_rate"]) for r in rows])
+    return np.array([float(r["return"]) for r in rows])
+
+
 def score(rows: list[dict[str, str]], budget: int) -> str:
-    """The cell of one task and method: at the largest budget recorded, the mean success rate in percent where the
-    env reports one (Meta-World), else the mean return (DMC), with the runs' count, and the steps when they fall
-    short of ``budget``, the budget of the task's other cells."""
+    """The cell of one task and method: at the largest budget recorded, the fresh seeds' mean success rate in
+    percent (Meta-World) or mean return (DMC), with the runs' count, the steps when they fall short of ``budget``
+    (the budget of the task's other cells), and how many tuning seeds are left out."""
+    tuning = len(rows) - len(fresh(rows))
+    rows = fresh(rows)
     if not rows:
-        return "not yet run"
+        return "not yet run" + (f" (tuning seeds: {tuning})" if tuning else "")
     steps, at = largest_budget(rows)
-    if all(r["success_rate"] for r in at):
-        value = f"{cell(100 * np.array([float(r['success_rate']) for r in at]), 0)}%"
+    digits, unit = (0, "%") if all(r["success_rate"] for r in at) else (1, "")
+    return (f"{cell(values(at), digits)}{unit} ({len(at)})" + (f" at {steps:,} steps" if steps != budget else "")
+            + (f"; tuning seeds apart: {tuning}" if tuning else ""))
+
+
+def verdict(rows: list[dict[str, str]], task: str, method: str) -> str:
+    """rlhp's fresh seeds against the published figure of ``method`` (its base method, for a variant): Welch's t at
+    95% against the published mean, deviation and seeds where the deviation is recorded, else a one-sample t against
+    the published mean; above, within or below, or why there is none."""
+    name = method.partition("+")[0].upper()
+    if name not in METHODS or not rows:
+        return ""
+    at = values(largest_budget(fresh(rows))[1]) if fresh(rows) else np.zeros(0)
+    if len(at) < MIN_SEEDS:
+        return f"none: {len(at)} of {MIN_SEEDS} fresh seeds"
+    published = PUBLISHED[task][1][METHODS.index(name)]
+    spread = PUBLISHED_STD.get((task, name))
+    if spread is None:
+        t, p = stats.ttest_1samp(at, published)
     else:
-        value = cell(np.array([float(r["return"]) for r in at]))
-    return f"{value} ({len(at)})" + (f" at {steps:,} steps" if steps != budget else "")
+        t, p = stats.ttest_ind_from_stats(at.mean(), at.std(ddof=1), len(at), published, spread, PUBLISHED_SEEDS,
+                                          equal_var=False)
+    if not np.isfinite(p):  # every seed the same figure: only its difference from the published one is left
+        t, p = at.mean() - published, 0.0 if at.mean() != published else 1.0
+    word = "within" if p >= 0.05 else "above" if t > 0 else "below"
+    return word if spread is not None else f"{word} (its mean; ± not recorded)"
 
 
 def table(ledger: list[dict[str, str]], methods: list[str]) -> list[str]:
-    """The Markdown table's rows: the target tasks and any other task in the ledger, in the published order."""
-    recorded = {r["task"] for r in ledger}
+    """The Markdown table's rows, one per task and protocol: the target tasks and any other task in the ledger, in
+    the published order; a target with no run gets the CPU protocol's row."""
     # The methods as configured; a variant's command is in the caption (only variants: their methods' runs).
     bases = ",".join([m for m in methods if "+" not in m] or dict.fromkeys(m.partition("+")[0] for m in methods))
     rows = []
-    for task in [t for t in PUBLISHED if t in TARGETS or t in recorded]:
-        labels, published = PUBLISHED[task]
-        cells = {m: [r for r in ledger if r["task"] == task and r["method"] == m] for m in [*methods, CEILING]}
-        # The budget the methods ran at (the ceiling's where none has run), which the steps column names.
-        budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0) or max(
-            (int(r["steps"]) for r in cells[CEILING]), default=0)
-        most = max(3, *(len({r["seed"] for r in cells[m]}) for m in methods))
-        # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
-        cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""
-        rows.append(f"| {task} | {labels:,} | {' | '.join(map(str, published))} | "
-                    f"{' | '.join(score(cells[m], budget) for m in [*methods, CEILING])} | "
-                    f"{f'{budget:,}' if budget else ''} | "
-                    f"`rlhp-train -m experiment=bpref/{task} method={bases} {seeds(most)}{cluster}` |")
+    for task in [t for t in PUBLISHED if t in TARGETS or any(r["task"] == t for r in ledger)]:
+        ran = [r for r in ledger if r["task"] == task]
+        for name in sorted({r["protocol"] for r in ran} or {"cpu"}, key=[*PROTOCOLS, EARLIER].index):
+            rows.append(protocol_row(task, name, [r for r in ran if r["protocol"] == name], methods, bases))
     return rows
+
+
+def protocol_row(task: str, name: str, ran: list[dict[str, str]], methods: list[str], bases: str) -> str:
+    """The table's row of one task's runs in protocol ``name``."""
+    labels, published = PUBLISHED[task]
+    cells = {m: [r for r in ran if r["method"] == m] for m in [*methods, CEILING]}
+    # The budget the methods ran at (the ceiling's where none has run), which the steps column names.
+    budget = max((int(r["steps"]) for m in methods for r in cells[m]), default=0) or max(
+        (int(r["steps"]) for r in cells[CEILING]), default=0)
+    most = max(MIN_SEEDS, *(len({r["seed"] for r in fresh(cells[m])}) for m in methods))
+    # A task with a method not yet run gets the command that runs it where it fits: on a cluster.
+    cluster = " hydra/launcher=slurm" if not all(cells[m] for m in methods) else ""
+    folder = PROTOCOLS.get(name, "bpref_cpu")
+    ours = " | ".join(f"{score(cells[m], budget)} | {verdict(cells[m], task, m)}" for m in methods)
+    return (f"| {task} | {name} | {labels:,} | {' | '.join(map(str, published))} | {ours} | "
+            f"{score(cells[CEILING], budget)} | {f'{budget:,}' if budget else ''} | "
+            f"`rlhp-train -m experiment={folder}/{task} method={bases} {seeds(most)}{cluster}` |")
 
 
 def value(row: dict[str, str], success: bool) -> float:
@@ -229,7 +304,8 @@ def value(row: dict[str, str], success: bool) -> float:
 def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[str, dict[str, np.ndarray]]:
     """Draw learning curves into ``path``, a panel a task that has any: per method and the ceiling, at the largest
     budget recorded, the mean over seeds with its 95% band (DMC's return, Meta-World's success rate in percent),
-    and the published final figures of ``DRAWN`` as dashed lines. Returns each panel's means, by line."""
+    a line per protocol, and the published final figures of ``DRAWN`` as points at the step they were measured.
+    Returns each panel's means, by line."""
     tasks = [t for t in PUBLISHED if any(r["task"] == t for r in curves)]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), dpi=110, squeeze=False)
     drawn = {}
@@ -239,26 +315,32 @@ def plot(curves: list[dict[str, str]], methods: list[str], path: Path) -> dict[s
         success = any(r["success_rate"] for r in curves if r["task"] == task)
         drawn[task] = {}
         for method in [*methods, CEILING]:
-            rows = [r for r in curves if r["task"] == task and r["method"] == method]
-            if not rows:
-                continue
-            by_seed = {}
-            for r in largest_budget(rows)[1]:
-                by_seed.setdefault(r["seed"], []).append(r)
-            n = min(map(len, by_seed.values()))  # seeds at one budget share their rounds' steps
-            x = np.array([[int(r["timesteps"]) for r in seed[:n]] for seed in by_seed.values()]).mean(0)
-            mean, half = mean_ci(np.array([[value(r, success) for r in seed[:n]] for seed in by_seed.values()]))
-            label = f"rlhp {method} ({len(by_seed)})"
-            line, = ax.plot(x, mean, label=label, color=colours[method])
-            if len(by_seed) > 1:
-                # A success rate's band stops at 0 and 100%, where few seeds' t-interval would not.
-                low, high = (0, 100) if success else (-np.inf, np.inf)
-                ax.fill_between(x, np.clip(mean - half, low, high), np.clip(mean + half, low, high),
-                                color=line.get_color(), alpha=0.2)
-            drawn[task][label] = mean
-        for name, style in zip(DRAWN, ["--", ":"]):
-            ax.axhline(PUBLISHED[task][1][METHODS.index(name)], color="grey", linestyle=style,
-                       label=f"{name}, published")
+            ran = [r for r in curves if r["task"] == task and r["method"] == method]
+            for name in sorted({r["protocol"] for r in ran}):
+                rows = [r for r in ran if r["protocol"] == name]
+                by_seed = {}
+                for r in largest_budget(rows)[1]:
+                    by_seed.setdefault(r["seed"], []).append(r)
+                n = min(map(len, by_seed.values()))  # seeds at one budget share their rounds' steps
+                x = np.array([[int(r["timesteps"]) for r in seed[:n]] for seed in by_seed.values()]).mean(0)
+                mean, half = mean_ci(np.array([[value(r, success) for r in seed[:n]] for seed in by_seed.values()]))
+                label = f"rlhp {method}, {name} ({len(by_seed)})"
+                line, = ax.plot(x, mean, label=label, color=colours[method],
+                                linestyle="-" if name != EARLIER else "--")
+                if len(by_seed) > 1:
+                    # A success rate's band stops at 0 and 100%, where few seeds' t-interval would not.
+                    low, high = (0, 100) if success else (-np.inf, np.inf)
+                    ax.fill_between(x, np.clip(mean - half, low, high), np.clip(mean + half, low, high),
+                                    color=line.get_color(), alpha=0.2)
+                drawn[task][label] = mean
+        # The published figures where they were measured: at the published protocol's last step, with their
+        # spread where it is recorded.
+        steps = PUBLISHED_PROTOCOL.get(task, {}).get("total_timesteps")
+        for name, marker in zip(DRAWN, ["o", "s"]) if steps else ():
+            spread = PUBLISHED_STD.get((task, name))
+            ax.errorbar([steps], [PUBLISHED[task][1][METHODS.index(name)]], yerr=None if spread is None else [spread],
+                        color="grey", marker=marker, capsize=3, linestyle="none",
+                        label=f"{name}, published ({PUBLISHED_SEEDS} seeds{'' if spread else '; ± not recorded'})")
         ax.xaxis.set_major_formatter(lambda steps, _: f"{steps / 1000:g}k")  # full numbers ran into each other
         ax.set(title=task, xlabel="agent steps",
                ylabel="success rate of training episodes, %" if success else "return of training episodes")
@@ -277,7 +359,9 @@ def main() -> None:
                         help="tasks to run and record (none: write the table from the ledger alone)")
     parser.add_argument("--methods", nargs="+", default=["pebble"],
                         help="methods to run and show (the table alone also shows a recorded <method>+<variant>)")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="cpu",
+                        help="the runs' protocol: the papers' (published) or the one a core runs (cpu, the default)")
+    parser.add_argument("--seeds", type=int, default=MIN_SEEDS)
     parser.add_argument("--first-seed", type=int, default=0,
                         help="run seeds FIRST_SEED to FIRST_SEED + SEEDS - 1 (more seeds beside recorded ones)")
     parser.add_argument("--steps", type=int, default=None,
@@ -315,9 +399,10 @@ def main() -> None:
                                            (CEILING, ["reward_learning=none"], ceiling_seeds)]:
             if n:
                 overrides = [*args.override, *sweep_overrides]
+                experiment = f"{PROTOCOLS[args.protocol]}/{task}"
                 if args.steps is not None:
-                    overrides += first_steps(protocol(task, overrides), args.steps)
-                runs = sweep(args.root / task / method, [f"experiment=bpref/{task}", *overrides,
+                    overrides += first_steps(protocol(experiment, overrides), args.steps)
+                runs = sweep(args.root / args.protocol / task / method, [f"experiment={experiment}", *overrides,
                                                          seeds(n, args.first_seed)], args.jobs)
                 name = ledger_name(method, args.variant)
                 new += [record(task, name, run, args.machine) for run in runs]
@@ -345,10 +430,17 @@ def main() -> None:
         "episode), %. rlhp: mean ± 95% CI (Student t) over the seeds in brackets; the ceiling is the same agent on "
         "the task's own reward (its command: `reward_learning=none` in place of `method=`); steps short of the "
         "protocol's are a run's first steps (`--steps N`: rounds as long, and labelled, as the full run's); "
-        "published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3).", "",
-        f"| task | labels | {' | '.join(METHODS)} | {' | '.join(f'rlhp {m}' for m in args.methods)} | ceiling "
-        "| steps | command |",
-        f"|---|---:|{'---:|' * len(METHODS)}{'---:|' * len(args.methods)}---:|---:|---|", *table(ledger, args.methods),
+        "published: PPE (NeurIPS 2025) Table 1, 5 seeds, Meta-World v2 (rlhp runs v3), at the published protocol's "
+        "steps. Protocol: `published` (the papers' settings, `experiment=bpref/<task>`), `cpu` (the agent 256 x 2 on "
+        "batches of 256 and at most 500k steps, `experiment=bpref_cpu/<task>`), `earlier` (B-Pref's batches of 50 "
+        f"labels, the 256 x 2 agent, 300k steps on Meta-World). Verdict: rlhp's fresh seeds (below {TUNING_FROM}; "
+        f"{MIN_SEEDS} at least) against the published figure of the same method, Welch's t at 95% (a one-sample t "
+        "against the published mean where its ± is not recorded): above, within or below; computed, never written.",
+        "",
+        f"| task | protocol | labels | {' | '.join(METHODS)} | "
+        f"{' | '.join(f'rlhp {m} | verdict' for m in args.methods)} | ceiling | steps | command |",
+        f"|---|---|---:|{'---:|' * len(METHODS)}{'---:|---|' * len(args.methods)}---:|---:|---|",
+        *table(ledger, args.methods),
         *(["", " ".join(captions)] if captions else []),
         *(["", f"![Learning curves of the recorded runs]({linked(args.plot)}): the training episodes' return or "
                f"success rate, from [{linked(curves_path)}]({linked(curves_path)})."] if plotted else [])])

@@ -41,9 +41,10 @@ from rlhp.runs import RunFolder  # noqa: E402
 
 
 def row(task: str = "walker_walk", method: str = "pebble", seed: int = 0, steps: int = 500_000, ret: float = 0.0,
-        success: str = "") -> dict[str, str]:
-    return {"task": task, "method": method, "seed": str(seed), "steps": str(steps), "labels": "100",
-            "return": str(ret), "success_rate": success, "wall_min": "", "machine": "a test", "date": "2026-11-28"}
+        success: str = "", protocol: str = "cpu") -> dict[str, str]:
+    return {"task": task, "method": method, "protocol": protocol, "seed": str(seed), "steps": str(steps),
+            "labels": "100", "return": str(ret), "success_rate": success, "wall_min": "", "machine": "a test",
+            "date": "2026-11-28"}
 
 
 def test_dmc_scores_its_return_and_metaworld_its_success_in_percent():
@@ -100,7 +101,7 @@ def test_a_variant_names_one_set_of_overrides_and_a_column_shows_it_with_them(tm
     out = subprocess.run([*script, "--methods", "pebble", "pebble+spread"], capture_output=True, text=True,
                          check=True).stdout
     window = next(line for line in out.splitlines() if line.startswith("| window_open |"))
-    assert "| 20% (1) | 80% (1) |" in window and "method=pebble seed=0,1,2" in window
+    assert "| 20% (1) | none: 1 of 5 fresh seeds | 80% (1) |" in window and "method=pebble seed=0,1,2,3,4" in window
     assert ("`rlhp pebble+spread`: the command with `method=pebble query_schedule.rounds=19 "
             "initial_comparison_frac=0.05`.") in out
     unknown = subprocess.run([*script, "--methods", "pebble+other"], capture_output=True, text=True)
@@ -142,7 +143,7 @@ def test_a_methods_own_setting_can_be_overridden_with_steps_and_one_no_config_ha
     assert len(swept) == 1 and {"agent.replay_buffer_kwargs.recent_steps=30000", "method=qpa",
                                 "total_timesteps=150000"} <= set(swept[0])
     monkeypatch.setattr(sys, "argv", [*given, "--variant", "w", "--override", "agent.no_such=1"])
-    with pytest.raises(SystemExit, match=r"experiment=bpref/door_open agent.no_such=1 method=qpa: .*no_such"):
+    with pytest.raises(SystemExit, match=r"experiment=bpref_cpu/door_open agent.no_such=1 method=qpa: .*no_such"):
         bench_bpref.main()
     assert len(swept) == 1
 
@@ -152,16 +153,17 @@ def test_a_finished_run_folder_is_recorded_with_its_own_seed(tmp_path):
     folder.write_record(OmegaConf.create({"seed": 7}), ["seed=7"])
     folder.eval_json.write_text("{}")
     run = Run(folder, {}, "finished", [{"timesteps": 500_000.0, "comparisons": 100.0, "wall_s": 600.0}],
-              {"true_return_mean": 452.84, "success_rate": 0.25})
+              {"true_return_mean": 452.84, "success_rate": 0.25, "protocol": {"name": "cpu", "changed": []}})
     assert record("door_open", "pebble", run, "a test") == {
-        "task": "door_open", "method": "pebble", "seed": "7", "steps": "500000", "labels": "100", "return": "452.8",
+        "task": "door_open", "method": "pebble", "protocol": "cpu", "seed": "7", "steps": "500000", "labels": "100",
+        "return": "452.8",
         "success_rate": "0.250", "wall_min": "10.0", "machine": "a test", "date": datetime.date.today().isoformat()}
 
 
 def point(seed: int, timesteps: int, ret: float, method: str = "pebble", steps: int = 500_000,
           task: str = "walker_walk", success: str = "") -> dict[str, str]:
-    return {"task": task, "method": method, "seed": str(seed), "steps": str(steps), "timesteps": str(timesteps),
-            "return": str(ret), "success_rate": success}
+    return {"task": task, "method": method, "protocol": "cpu", "seed": str(seed), "steps": str(steps),
+            "timesteps": str(timesteps), "return": str(ret), "success_rate": success}
 
 
 def test_a_runs_rounds_are_its_curve_and_a_run_recorded_again_replaces_all_of_them(tmp_path):
@@ -189,9 +191,20 @@ def test_the_curves_average_the_seeds_at_the_largest_budget_and_meta_world_draws
     drawn = plot(curves, ["pebble"], tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 0
     assert list(drawn) == ["walker_walk", "door_open"]  # the published order
-    assert drawn["walker_walk"]["rlhp pebble (2)"].tolist() == [150.0, 400.0]
-    assert drawn["walker_walk"]["rlhp ceiling (1)"].tolist() == [900.0]
-    assert drawn["door_open"]["rlhp pebble (1)"][0] == 25.0 and np.isnan(drawn["door_open"]["rlhp pebble (1)"][1])
+    assert drawn["walker_walk"]["rlhp pebble, cpu (2)"].tolist() == [150.0, 400.0]
+    assert drawn["walker_walk"]["rlhp ceiling, cpu (1)"].tolist() == [900.0]
+    door = drawn["door_open"]["rlhp pebble, cpu (1)"]
+    assert door[0] == 25.0 and np.isnan(door[1])
+
+
+def test_each_protocol_is_a_line_and_the_published_figures_are_points_where_they_were_measured(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr("matplotlib.pyplot.close", figures.append)  # keep the figure to read its lines
+    earlier = {**point(0, 10, 50.0), "protocol": "earlier"}
+    drawn = plot([point(0, 10, 100.0), earlier], ["pebble"], tmp_path / "curves.png")
+    assert set(drawn["walker_walk"]) == {"rlhp pebble, cpu (1)", "rlhp pebble, earlier (1)"}
+    marks = [c for c in figures[0].axes[0].containers if "published" in c.get_label()]
+    assert {tuple(m.lines[0].get_xydata()[0]) for m in marks} == {(500_000, 453), (500_000, 796)}  # PEBBLE, QPA
 
 
 def test_a_line_keeps_its_colour_on_every_panel_whatever_a_panel_lacks(tmp_path, monkeypatch):
@@ -204,7 +217,7 @@ def test_a_line_keeps_its_colour_on_every_panel_whatever_a_panel_lacks(tmp_path,
     colours = {}
     for ax in figures[0].axes:
         for line in ax.get_lines():
-            colours.setdefault(line.get_label().split(" (")[0], set()).add(line.get_color())
+            colours.setdefault(line.get_label().split(",")[0].split(" (")[0], set()).add(line.get_color())
     ours = [colours.pop(f"rlhp {m}") for m in ("pebble", "qpa", "ceiling")]
     assert all(len(c) == 1 for c in ours) and len(set.union(*ours)) == 3, ours  # one each, none shared
 
@@ -223,12 +236,14 @@ def test_the_table_comes_from_the_ledger_and_lists_every_target(tmp_path):
     # The curves come from the file beside the ledger, drawn where --plot says, and linked.
     assert (tmp_path / "fig" / "curves.png").is_file() and "--plot fig/curves.png` from the" in out
     assert "![Learning curves of the recorded runs](fig/curves.png)" in out and "(bpref_curves.csv)." in out
-    assert "| 450.0 ± 635.3 (2) | 900.0 (1) | 500,000 |" in lines["walker_walk"]
-    assert lines["walker_walk"].endswith("method=pebble seed=0,1,2` |")  # the command a full row needs: 3 seeds
-    assert "| 100% (1) | not yet run |" in lines["hammer"]
+    assert "| cpu | 100 |" in lines["walker_walk"]
+    assert "| 450.0 ± 635.3 (2) | none: 2 of 5 fresh seeds | 900.0 (1) | 500,000 |" in lines["walker_walk"]
+    # The command a row needs: 5 fresh seeds, in the row's protocol.
+    assert lines["walker_walk"].endswith("experiment=bpref_cpu/walker_walk method=pebble seed=0,1,2,3,4` |")
+    assert "| 100% (1) | none: 1 of 5 fresh seeds | not yet run |" in lines["hammer"]
     assert lines["cheetah_run"].count("not yet run") == 2
-    assert "| not yet run | 50% (1) | 300,000 |" in lines["door_open"]  # the ceiling's budget when it ran alone
-    assert lines["cheetah_run"].endswith("seed=0,1,2 hydra/launcher=slurm` |")  # not run here: a cluster's command
+    assert "| not yet run |  | 50% (1) | 300,000 |" in lines["door_open"]  # the ceiling's budget when it ran alone
+    assert lines["cheetah_run"].endswith("seed=0,1,2,3,4 hydra/launcher=slurm` |")  # not run here: a cluster's
 
 
 def test_the_published_figures_are_at_the_experiments_own_label_budgets():
@@ -243,7 +258,7 @@ def labels_per_round(cfg: DictConfig) -> list[int]:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_a_runs_first_steps_are_the_full_runs_rounds_with_the_same_labels(task):
-    full = protocol(task, [])
+    full = protocol(f"bpref/{task}", [])
     round_steps = full.total_timesteps // full.num_rounds
     for share in [0.05, 0.2, 0.3, 0.6, 1.0]:
         steps = max(2, round(share * full.num_rounds)) * round_steps
@@ -258,9 +273,31 @@ def test_a_runs_first_steps_are_the_full_runs_rounds_with_the_same_labels(task):
 
 
 def test_a_runs_first_steps_must_be_whole_rounds_of_it():
-    full = protocol("window_open", [])
+    full = protocol("bpref/window_open", [])
     with pytest.raises(SystemExit, match="multiple of the protocol's round, 5,000 steps"):
         first_steps(full, 301_000)
-    for steps in [5_000, 1_005_000]:
-        with pytest.raises(SystemExit, match="from two rounds up to its 1,000,000"):
+    for steps in [5_000, 505_000]:
+        with pytest.raises(SystemExit, match="from two rounds up to its 500,000"):
             first_steps(full, steps)
+
+
+@pytest.mark.parametrize(("returns", "spread", "word"), [
+    ([700, 720, 710, 690, 705], None, "above (its mean; ± not recorded)"),   # PEBBLE's published 453
+    ([300, 320, 310, 290, 305], None, "below (its mean; ± not recorded)"),
+    ([0, 900, 450, 300, 600], None, "within (its mean; ± not recorded)"),
+    ([700, 720, 710, 690, 705], 400.0, "within"),   # Welch's t: a published spread this wide carries no verdict
+    ([700, 720, 710, 690, 705], 10.0, "above"),
+])
+def test_the_verdict_is_computed_from_five_fresh_seeds_against_the_published_figure(monkeypatch, returns, spread,
+                                                                                      word):
+    import bench_bpref
+
+    if spread is not None:
+        monkeypatch.setitem(bench_bpref.PUBLISHED_STD, ("walker_walk", "PEBBLE"), spread)
+    rows = [row(seed=i, ret=r) for i, r in enumerate(returns)]
+    assert bench_bpref.verdict(rows, "walker_walk", "pebble") == word
+    assert bench_bpref.verdict(rows[:4], "walker_walk", "pebble") == "none: 4 of 5 fresh seeds"
+    # Tuning seeds never count: four fresh seeds and a tuning one carry no verdict, and are shown apart.
+    tuned = [*rows[:4], row(seed=100, ret=returns[4])]
+    assert bench_bpref.verdict(tuned, "walker_walk", "pebble") == "none: 4 of 5 fresh seeds"
+    assert score(tuned, 500_000).endswith("(4); tuning seeds apart: 1")

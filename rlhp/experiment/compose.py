@@ -23,6 +23,7 @@ from rlhp.data import PreferenceDataset
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
+from rlhp.experiment.protocols import expected_wall_time
 from rlhp.loop import AsynchronousPreferenceLearning, Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
 from rlhp.rewards import AgentReward, EnvReward, RewardNet
@@ -172,6 +173,20 @@ def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
     steps = "gradient steps after the last round" if isinstance(loop.source.agent, OfflineAgent) else "timesteps"
     if not loop.reward_learning.learns:
         return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
-                f"{loop.total_timesteps:,} {steps}, {loop.num_rounds} rounds")
+                f"{loop.total_timesteps:,} {steps}, {loop.num_rounds} rounds{protocol_note(cfg)}")
     return (f"{cfg.env.id}, agent={choices.get('agent')}, gatherer={choices.get('gatherer')}, seed {cfg.seed}: "
-            f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {loop.num_rounds} rounds")
+            f"{loop.total_timesteps:,} {steps}, {cfg.total_comparisons:,} comparisons, {loop.num_rounds} rounds"
+            f"{protocol_note(cfg)}")
+
+
+def protocol_note(cfg: DictConfig) -> str:
+    """What the first console line says of the run's protocol: nothing for a run's own settings; the published or
+    the CPU protocol (with the keys it changed) and its expected wall time on this machine."""
+    protocol = cfg.get("protocol", {"name": "own"})
+    if protocol["name"] == "own":
+        return ""
+    if "debug" in cfg:
+        return f"; the {protocol['name']} protocol, shrunk by debug"
+    changed = f" (changed: {', '.join(protocol['changed'])})" if protocol["changed"] else ""
+    return (f"; the {protocol['name']} protocol{changed}: "
+            f"{expected_wall_time(cfg.total_timesteps, cfg.agent.batch_size)}")

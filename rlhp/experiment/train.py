@@ -81,6 +81,8 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
                                             else "reward_correlation")
             value = {**last_round, **result}.get(name)
             result["optimized_metric"] = {"name": name, "value": value}
+            if "protocol" in cfg:  # a run made before protocols were recorded has none
+                result["protocol"] = OmegaConf.to_container(cfg.protocol)
             write_json(run.eval_json, result)
             logger.summary(result)
         except BaseException as err:
