@@ -30,7 +30,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
 
-import rlhp.experiment.cli as cli
+import rlhp.experiment.options as config_options
 from rlhp.data import FragmentPairs, Trajectory
 from rlhp.data.trajectory import Nested
 
@@ -93,7 +93,8 @@ OPTION_NEEDS = {
     ("reward_trainer/warm_start", "intrinsic"): ["trajectories.unsupervised_steps=2048"],
     ("method", "rime"): ["trajectories.unsupervised_steps=2048"],
     # One copy of each DMC or Meta-World env (debug=fast asks for 4; a Meta-World copy takes seconds to build).
-    **{("experiment", o): ["env.n_envs=1"] for o in cli.group_options("experiment") if o.startswith("bpref/")},
+    **{("experiment", o): ["env.n_envs=1"] for o in config_options.group_options("experiment")
+       if o.startswith(("bpref/", "bpref_cpu/"))},
 }
 """Overrides an option of rlhp-train needs beside it to compose and build (its required keys, a matching env)."""
 
@@ -103,12 +104,12 @@ def config_groups(skip: set[str] = frozenset()) -> list[str]:
     ``skip`` left out."""
     return sorted(str(d.relative_to(CONF)) for d in CONF.rglob("*") if d.is_dir() and any(d.glob("*.yaml"))
                   and d.relative_to(CONF).parts[0] not in {"hydra", "__pycache__", *skip}
-                  and str(d.parent.relative_to(CONF)) not in cli.OPTION_FOLDERS)
+                  and str(d.parent.relative_to(CONF)) not in config_options.OPTION_FOLDERS)
 
 
 def group_options(group: str) -> list[str]:
     """The options of a config group (its YAML files' names), as the command line reads them."""
-    options = cli.group_options(group)
+    options = config_options.group_options(group)
     assert options is not None, f"{group} is not a config group of rlhp's"
     return options
 

@@ -17,10 +17,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from rlhp.data import Trajectory
 from rlhp.data.hf import summary
 from rlhp.data.hub import open_trajectories
-from rlhp.demos.collect import check_quality
 from rlhp.demos.experts import TrainedExpert
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, RunError
+from rlhp.experiment.collect import check_quality
 from rlhp.sources.rollout import rollout
 from rlhp.video import check_renders
 

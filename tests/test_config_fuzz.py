@@ -34,9 +34,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlhp.data import save_trajectories
 from rlhp.data.label_files import SegmentLabels, write_label_files
-from rlhp.demos.collect import prepare
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import RlhpError
+from rlhp.experiment.collect import prepare
 from rlhp.experiment.compose import compose
 from rlhp.experiment.config import build
 from rlhp.experiment.launch import Launch

@@ -19,6 +19,7 @@ from helpers import composed, run_cli
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import rlhp.experiment.cli as cli
+import rlhp.experiment.options as options
 from rlhp.experiment.config import validate_collect, validate_train
 from rlhp.experiment.preflight import check_command_line, extra_in_overrides
 
@@ -68,7 +69,7 @@ def filled(command: str) -> list[str]:
     out = []
     for word in words(command)[1:]:
         key, eq, value = word.partition("=")
-        if re.fullmatch(r"<[^>]*>", value) and cli.group_options(key) is not None:
+        if re.fullmatch(r"<[^>]*>", value) and options.group_options(key) is not None:
             continue  # `expert=<option>`: any of the group's options
         out.append(f"{key}={FILL.get(value, re.sub(r'<[^>]*>', 'placeholder', value))}" if eq else word)
     return out

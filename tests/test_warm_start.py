@@ -12,16 +12,16 @@ import torch
 from helpers import composed
 from stable_baselines3 import SAC
 
-import rlhp.sources.exploration as exploration
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.compose import compose
 from rlhp.experiment.launch import Launch
 from rlhp.experiment.train import train
-from rlhp.rewards import RewardNet
+from rlhp.rewards import RewardNet, entropy
+from rlhp.rewards.entropy import state_entropy
 from rlhp.sources import AgentTrainer
-from rlhp.sources.exploration import StateEntropyReward, state_entropy
+from rlhp.sources.exploration import StateEntropyReward
 from rlhp.training import IntrinsicWarmStart, RewardTrainer
 from rlhp.training.warm_start import transitions
 
@@ -32,7 +32,7 @@ SPACES = (gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Box(-1, 
 def test_state_entropy_is_each_observations_distance_to_its_kth_neighbour_in_chunks(monkeypatch):
     x = torch.as_tensor(np.random.default_rng(0).normal(size=(50, 4)), dtype=torch.float32)
     brute = torch.log1p(torch.cdist(x, x).sort(dim=1).values[:, 3])  # column 0 is each point itself
-    monkeypatch.setattr(exploration, "QUERY_CHUNK", 7)  # chunks that do not divide the queries
+    monkeypatch.setattr(entropy, "QUERY_CHUNK", 7)  # chunks that do not divide the queries
     torch.testing.assert_close(state_entropy(x, x, 3), brute)
     reward = StateEntropyReward(k=3, capacity=100)  # the pre-training's reward is the same measure
     np.testing.assert_allclose(reward(x.numpy()), brute.numpy(), rtol=1e-5)

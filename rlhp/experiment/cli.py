@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from rlhp.errors import ConfigError, DataError, RlhpError, Stopped, StorageError
 from rlhp.experiment.launch import Launch, override_key
+from rlhp.experiment.options import OPTION_FOLDERS, group_options
 from rlhp.experiment.preflight import adds_config_folder, check_command_line, extra_in_overrides, plugged_options
 from rlhp.experiment.renamed import renamed_key
 from rlhp.experiment.sweep_stop import mark_stopped, pooled_sweep, stopped_by
@@ -182,25 +183,6 @@ def moved_group(argv: list[str]) -> ConfigError | None:
     return None
 
 
-OPTION_FOLDERS = frozenset({"experiment"})
-"""Groups whose sub-folders hold more of their options, not groups of their own (``experiment=bpref/walker_walk``;
-``reward_trainer/crop`` is a group)."""
-
-
-def group_options(group: str) -> list[str] | None:
-    """The options of one of rlhp's config groups (``reward_trainer/crop`` for a nested one), with those in
-    sub-folders of an :data:`OPTION_FOLDERS` group; None when ``group`` is not one of them (a key, a folder of
-    options, or Hydra's own group)."""
-    folder = files("rlhp.conf").joinpath(*group.split("/"))
-    if group.split("/")[0] == "hydra" or "/".join(group.split("/")[:-1]) in OPTION_FOLDERS or not folder.is_dir():
-        return None
-    options = [p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")]
-    if group in OPTION_FOLDERS:
-        options += [f"{sub.name}/{p.name[:-5]}" for sub in folder.iterdir() if sub.is_dir()
-                    for p in sub.iterdir() if p.name.endswith(".yaml")]
-    return sorted(options)
-
-
 def nested_option(argv: list[str]) -> ConfigError | None:
     """The config error for an option in a sub-folder of an :data:`OPTION_FOLDERS` group spelt as a group of its
     own (``experiment/bpref=walker_walk``), with the right spelling (``experiment=bpref/walker_walk``)."""
@@ -331,7 +313,7 @@ def bc_main() -> None:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="bc")
 def _bc_main(cfg: DictConfig) -> float:
-    from rlhp.demos.bc import clone
+    from rlhp.experiment.cloning import clone
 
     return _run("rlhp-bc", clone, cfg, lambda result: result["bc_true_return_mean"])
 
@@ -344,6 +326,6 @@ def collect_main() -> None:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="collect")
 def _collect_main(cfg: DictConfig) -> float:
-    from rlhp.demos.collect import collect
+    from rlhp.experiment.collect import collect
 
     return _run("rlhp-collect", collect, cfg, lambda result: result["return_mean"])

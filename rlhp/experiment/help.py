@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from rlhp.experiment.cli import OPTION_FOLDERS, group_options
+from rlhp.experiment.options import OPTION_FOLDERS, group_options
 
 GROUPS = {
     "env": "the environment",

@@ -15,9 +15,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlhp.demos.bc import BehaviourCloning, clone_and_evaluate
+from rlhp.demos.bc import BehaviourCloning
 from rlhp.errors import ArgumentError, ConfigError, RunError, Stopped
 from rlhp.experiment.checkpoints import RunRecord, latest_loadable
+from rlhp.experiment.cloning import clone_and_evaluate
 from rlhp.experiment.compose import comparisons, compose, describe
 from rlhp.experiment.config import build, validate_train
 from rlhp.experiment.evaluation import evaluate, headline

@@ -18,8 +18,8 @@ from rlhp.data import Trajectory
 from rlhp.data.frames import as_tensor
 from rlhp.errors import ArgumentError
 from rlhp.rewards import RewardNet
+from rlhp.rewards.entropy import state_entropy
 from rlhp.rewards.net import RewardInputs
-from rlhp.sources.exploration import state_entropy
 
 
 class WarmStart(Protocol):
