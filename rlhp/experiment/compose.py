@@ -24,11 +24,14 @@ from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.experiment.config import build, validate_train
 from rlhp.experiment.protocols import expected_wall_time
+from rlhp.feedback.gatherer import PreferenceGatherer
+from rlhp.feedback.querent import Querent
 from rlhp.loop import AsynchronousPreferenceLearning, Loop, PreferenceLearning, RewardLearning
 from rlhp.loop.schedules import comparison_schedule
 from rlhp.rewards import AgentReward, EnvReward, RewardNet
 from rlhp.sources import TrajectorySource
 from rlhp.sources.offline import OfflineAgent
+from rlhp.training import RewardTrainer
 
 
 def compose(cfg: DictConfig, run_dir: Path | None = None) -> Loop:
@@ -70,13 +73,7 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
     if horizon is not None and cfg.fragment_length > horizon:
         raise ConfigError("fragment_length", f"({cfg.fragment_length}) is longer than any episode of {env.id} "
                           f"(time limit {horizon} steps, env.max_episode_steps or the env's own); lower it")
-    observation_space, action_space = env.spaces()
-    reward_net = build(cfg.reward_net, observation_space=observation_space,
-                       action_space=action_space).to(resolve_device(cfg.device))
-    try:
-        reward_net.check_fragment_length(cfg.fragment_length)
-    except ArgumentError as err:
-        raise ConfigError(f"reward_net.{err.argument}", err.problem) from None
+    reward_net = _reward_net(cfg, env)
     context: dict[str, Any] = {"rng": rng, "reward_net": reward_net, "env": env}
     if run_dir is not None:
         context["run_dir"] = run_dir
@@ -90,28 +87,9 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         raise ConfigError("optimized_metric", f"is {cfg.optimized_metric}, but the trajectory source "
                           f"({type(source).__name__}) trains no agent to return a true return; use reward_correlation")
     fragmenter, gatherer = (build(cfg[key], **context) for key in ("fragmenter", "gatherer"))
-    if gatherer.reads_published_queries and not querent.publishes:
-        # People see only what a publishing querent shows them; any other would leave them nothing to label.
-        raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
-                          f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
-    if gatherer.withdraws_queries and not querent.one_query_a_pair:
-        raise ConfigError("querent.mode", f"is {querent.mode}, but {type(gatherer).__name__} withdraws published "
-                          "queries pair by pair (demonstration pairs go to T-REX): use querent.mode=pairs with it")
-    if gatherer.hands_ranking_as_list and not querent.ranks:
-        raise ConfigError("gatherer.ranking_as", "is list, which trains on the ranking people build, and this querent "
-                          "asks for no ranking: set querent.mode=rank too, or leave ranking_as at pairs")
-    if gatherer.judges_on_gold and not querent.asks_gold:
-        raise ConfigError("gatherer.min_gold_accuracy", "judges people by their answers to gold queries, and the "
-                          "querent asks none: set querent.gold_rate (e.g. 0.2) too, or leave min_gold_accuracy at 0")
-    reward_trainer = build(cfg.reward_trainer, **context)
+    check_teacher(querent, gatherer)
     schedule = comparisons(cfg)
-    try:  # rules between the trainer's keys and the run's
-        reward_trainer.check_fragment_length(cfg.fragment_length)
-        reward_trainer.check_first_labels(schedule[0])
-    except ArgumentError as err:
-        raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
-    if reward_trainer.warm_start.needs_pretraining:
-        check_warm_start(source, reward_net, horizon, env.id)
+    reward_trainer = _reward_trainer(cfg, context, schedule, source)
     parts: dict[str, Any] = dict(
         source=source,
         fragmenter=fragmenter,
@@ -136,6 +114,51 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
         raise ConfigError(err.argument, err.problem) from None
     # A source that trains no agent gets no timesteps.
     return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
+
+
+def _reward_trainer(cfg: DictConfig, context: dict[str, Any], schedule: list[int],
+                    source: TrajectorySource) -> RewardTrainer:
+    """The reward trainer the config builds, checked against the run's fragments, first labels and pre-training."""
+    reward_trainer = build(cfg.reward_trainer, **context)
+    try:  # rules between the trainer's keys and the run's
+        reward_trainer.check_fragment_length(cfg.fragment_length)
+        reward_trainer.check_first_labels(schedule[0])
+    except ArgumentError as err:
+        raise ConfigError(f"reward_trainer.{err.argument}", err.problem) from None
+    if reward_trainer.warm_start.needs_pretraining:
+        env = context["env"]
+        check_warm_start(source, context["reward_net"], env.horizon, env.id)
+    return reward_trainer
+
+
+def _reward_net(cfg: DictConfig, env: GymEnv) -> RewardNet:
+    """The reward net the config builds for ``env``'s spaces, on the run's device, checked against the fragments."""
+    observation_space, action_space = env.spaces()
+    reward_net = build(cfg.reward_net, observation_space=observation_space,
+                       action_space=action_space).to(resolve_device(cfg.device))
+    try:
+        reward_net.check_fragment_length(cfg.fragment_length)
+    except ArgumentError as err:
+        raise ConfigError(f"reward_net.{err.argument}", err.problem) from None
+    return reward_net
+
+
+def check_teacher(querent: Querent, gatherer: PreferenceGatherer) -> None:
+    """Raise :class:`ConfigError` where the gatherer needs what the querent does not do: publish its queries, ask
+    pair by pair, rank, ask gold queries."""
+    if gatherer.reads_published_queries and not querent.publishes:
+        # People see only what a publishing querent shows them; any other would leave them nothing to label.
+        raise ConfigError("querent", f"must publish the queries people label ({type(gatherer).__name__} reads "
+                          f"them), e.g. querent=web, not {type(querent).__name__}; drop the querent override")
+    if gatherer.withdraws_queries and not querent.one_query_a_pair:
+        raise ConfigError("querent.mode", f"is {querent.mode}, but {type(gatherer).__name__} withdraws published "
+                          "queries pair by pair (demonstration pairs go to T-REX): use querent.mode=pairs with it")
+    if gatherer.hands_ranking_as_list and not querent.ranks:
+        raise ConfigError("gatherer.ranking_as", "is list, which trains on the ranking people build, and this querent "
+                          "asks for no ranking: set querent.mode=rank too, or leave ranking_as at pairs")
+    if gatherer.judges_on_gold and not querent.asks_gold:
+        raise ConfigError("gatherer.min_gold_accuracy", "judges people by their answers to gold queries, and the "
+                          "querent asks none: set querent.gold_rate (e.g. 0.2) too, or leave min_gold_accuracy at 0")
 
 
 def check_warm_start(source: TrajectorySource, reward_net: RewardNet, horizon: int | None, env_id: str) -> None:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlhp.demos.bc import BehaviourCloning
+from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, RunError, Stopped
 from rlhp.experiment.checkpoints import RunRecord, latest_loadable
 from rlhp.experiment.cloning import clone_and_evaluate
@@ -25,7 +26,7 @@ from rlhp.experiment.evaluation import evaluate, headline
 from rlhp.experiment.launch import Launch, override_key
 from rlhp.experiment.stops import StopRequest
 from rlhp.logs import CONSOLE
-from rlhp.loop import Loop
+from rlhp.loop import Callback, Loop
 from rlhp.runs import RunFolder, write_json
 
 log = logging.getLogger(__name__)
@@ -61,10 +62,7 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
         log.info("rlhp-train: %s", describe(loop, cfg, run.choices()), extra=CONSOLE)
         log.info("run folder: %s", run.path, extra=CONSOLE)
         env = loop.env.unrecorded()  # the writers and the evaluation draw no clips
-        context = {"run": run, "env": env, "record": RunRecord(cfg, overrides)}
-        logger = build(cfg.logger)
-        callbacks = sorted([*(build(node, **context) for node in cfg.get("callbacks", {}).values()), logger],
-                           key=lambda callback: callback.order)
+        logger, callbacks = _callbacks(cfg, run, env, overrides)
         logger.init_run(cfg, run.path, launch.identity)
         try:
             for callback in callbacks:
@@ -76,14 +74,7 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
             if stop:
                 raise Stopped(f"{stop.signal.name} after round {loop.iteration - 1} of {loop.num_rounds}; the "
                               f"checkpoint is saved: continue with `rlhp-train resume={run.path}`", stop.signal)
-            result = evaluate(loop, env, cfg.evaluation.episodes, cfg.evaluation.correlation_steps,
-                              cfg.seed)
-            name = cfg.optimized_metric or ("true_return_mean" if "true_return_mean" in result
-                                            else "reward_correlation")
-            value = {**last_round, **result}.get(name)
-            result["optimized_metric"] = {"name": name, "value": value}
-            if "protocol" in cfg:  # a run made before protocols were recorded has none
-                result["protocol"] = OmegaConf.to_container(cfg.protocol)
+            result = final_result(loop, env, cfg, last_round)
             write_json(run.eval_json, result)
             logger.summary(result)
         except BaseException as err:
@@ -94,9 +85,30 @@ def train(cfg: DictConfig, launch: Launch) -> dict[str, Any]:
         for callback in callbacks:
             callback.close()
         logger.finish()
+    name, value = result["optimized_metric"]["name"], result["optimized_metric"]["value"]
     log.info("evaluation: %s; %s = %s (eval.json)", headline(result), name,
              "n/a" if value is None else f"{value:.4g}", extra=CONSOLE)
     return {**result, "last_round": last_round}
+
+
+def _callbacks(cfg: DictConfig, run: RunFolder, env: GymEnv, overrides: list[str]) -> tuple[Any, list[Callback]]:
+    """The run's logger, and its callbacks with the logger among them, in the order they are told of a round."""
+    context = {"run": run, "env": env, "record": RunRecord(cfg, overrides)}
+    logger = build(cfg.logger)
+    callbacks = sorted([*(build(node, **context) for node in cfg.get("callbacks", {}).values()), logger],
+                       key=lambda callback: callback.order)
+    return logger, callbacks
+
+
+def final_result(loop: Loop, env: GymEnv, cfg: DictConfig, last_round: dict[str, float]) -> dict[str, Any]:
+    """What ``eval.json`` holds: the final evaluation, the metric a sweeper optimises (``optimized_metric``: its
+    name and value, from the evaluation or the last round) and the protocol the run followed."""
+    result = evaluate(loop, env, cfg.evaluation.episodes, cfg.evaluation.correlation_steps, cfg.seed)
+    name = cfg.optimized_metric or ("true_return_mean" if "true_return_mean" in result else "reward_correlation")
+    result["optimized_metric"] = {"name": name, "value": {**last_round, **result}.get(name)}
+    if "protocol" in cfg:  # a run made before protocols were recorded has none
+        result["protocol"] = OmegaConf.to_container(cfg.protocol)
+    return result
 
 
 def optimized_value(result: dict[str, Any]) -> float:
