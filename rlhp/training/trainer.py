@@ -373,20 +373,12 @@ class RewardTrainer:
         order = self.rng.permutation(n)
         n_val = self._validation_pairs(n)
         val, train = torch.as_tensor(order[:n_val], device=device), order[n_val:]
-        # Each ensemble member learns from its own bootstrap resample of the training pairs, or from all of them.
-        if members == 1:
-            sample = train[None]
-        elif self.bootstrap:
-            sample = train[self.rng.integers(0, len(train), (members, len(train)))]
-        else:
-            sample = self.rng.permuted(np.tile(train, (members, 1)), axis=1)
+        sample = self._member_rows(train)
         ratio = self.pseudo_labels.ratio if self.unlabelled is not None and len(self.unlabelled) else 0
-        if ratio:
-            unlabelled = self._encoder(self.unlabelled.tensors(device))
+        unlabelled = self._encoder(self.unlabelled.tensors(device)) if ratio else None
         trained_on = torch.zeros((members, n), dtype=torch.bool, device=device)
         trained_on.scatter_(1, torch.as_tensor(sample, device=device), True)
         metrics: dict[str, float] = {}
-        copies = self.crop.copies
         for _ in range(max(1, round(self.epochs * epoch_multiplier))):
             judgement = self.label_filter.judge(lambda: self.first_probs(inputs, n, device), labels, trained_on)
             self.net.train(True)
@@ -394,26 +386,7 @@ class RewardTrainer:
             # Trained on the verdict's labels; the epoch's figures are against the labels given.
             shuffled_labels, trained_labels = labels[shuffled], judgement.labels(labels)[shuffled]
             shuffled_keep = judgement.keep[shuffled]
-            seen, pseudo = [], []  # each batch's returns as trained on: the epoch's figures come from them at once
-            for start in range(0, shuffled.shape[1], self.batch_size):
-                stop = min(start + self.batch_size, shuffled.shape[1])
-                self.optimizer.zero_grad(set_to_none=True)
-                for mini in range(start, stop, self.minibatch_size):
-                    part = slice(mini, min(mini + self.minibatch_size, stop))
-                    # Each pair ``copies`` times (QPA's crops), each copy at a start of its own; together one pair.
-                    returns = self._returns(inputs, shuffled[:, part].repeat(1, copies))
-                    # Members are independent, so summing their losses trains each at full rate.
-                    loss = (self.loss(returns, trained_labels[:, part].repeat(1, copies))
-                            * shuffled_keep[:, part].repeat(1, copies)).sum() / copies
-                    returns = returns[:, :part.stop - part.start]  # the first crops: the epoch's figures
-                    if ratio:
-                        drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
-                        extra, labelled = self._pseudo_loss(unlabelled, torch.as_tensor(drawn, device=device))
-                        loss = loss + extra / ratio
-                        pseudo.append(labelled)
-                    (loss / (stop - start)).backward()
-                    seen.append(returns.detach())
-                self.optimizer.step()
+            seen, pseudo = self._epoch(inputs, shuffled, trained_labels, shuffled_keep, unlabelled, ratio)
             totals = self.scores(torch.cat(seen, dim=1), shuffled_labels).totals()
             metrics = summarise(totals, shuffled.numel(), "reward_")
             metrics.update(self.label_filter.metrics(judgement.select(torch.as_tensor(train, device=device))))
@@ -428,6 +401,44 @@ class RewardTrainer:
         metrics.update(self.gt_reward_metrics(pairs, dataset.labels, torch.as_tensor(train),
                                               Judgement(judgement.keep.cpu(), judgement.flip.cpu())))
         return metrics
+
+    def _member_rows(self, train: np.ndarray) -> np.ndarray:
+        """Each member's rows of the training pairs, (members, n): its own bootstrap resample, or all of them."""
+        members = self.net.members
+        if members == 1:
+            return train[None]
+        if self.bootstrap:
+            return train[self.rng.integers(0, len(train), (members, len(train)))]
+        return self.rng.permuted(np.tile(train, (members, 1)), axis=1)
+
+    def _epoch(self, inputs: Callable[[torch.Tensor], RewardInputs], shuffled: torch.Tensor,
+               labels: torch.Tensor, keep: torch.Tensor, unlabelled: Callable[[torch.Tensor], RewardInputs] | None,
+               ratio: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """One pass in batches over the members' ``shuffled`` rows, trained on ``labels`` where ``keep``, with
+        ``ratio`` pseudo-labelled pairs a labelled one; each batch's returns as trained on, and the pseudo-labelled
+        shares (the epoch's figures come from them at once)."""
+        copies, members, device = self.crop.copies, self.net.members, self.net.device
+        seen, pseudo = [], []
+        for start in range(0, shuffled.shape[1], self.batch_size):
+            stop = min(start + self.batch_size, shuffled.shape[1])
+            self.optimizer.zero_grad(set_to_none=True)
+            for mini in range(start, stop, self.minibatch_size):
+                part = slice(mini, min(mini + self.minibatch_size, stop))
+                # Each pair ``copies`` times (QPA's crops), each copy at a start of its own; together one pair.
+                returns = self._returns(inputs, shuffled[:, part].repeat(1, copies))
+                # Members are independent, so summing their losses trains each at full rate.
+                loss = (self.loss(returns, labels[:, part].repeat(1, copies))
+                        * keep[:, part].repeat(1, copies)).sum() / copies
+                returns = returns[:, :part.stop - part.start]  # the first crops: the epoch's figures
+                if ratio:
+                    drawn = self.rng.integers(0, len(self.unlabelled), (members, ratio * returns.shape[1]))
+                    extra, labelled = self._pseudo_loss(unlabelled, torch.as_tensor(drawn, device=device))
+                    loss = loss + extra / ratio
+                    pseudo.append(labelled)
+                (loss / (stop - start)).backward()
+                seen.append(returns.detach())
+            self.optimizer.step()
+        return seen, pseudo
 
     def _pseudo_loss(self, inputs: Callable[[torch.Tensor], RewardInputs],
                      idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
