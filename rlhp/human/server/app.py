@@ -172,6 +172,34 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
                               "new one goes in a ranking, or how well one does it on a scale.")
     app.add_middleware(_Guard, token=token)
 
+    _refusals(app)
+    _labelling(app, store, lease_s)
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(PAGE / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.post("/api/release", response_model=Released, summary="Give up my leases")
+    def release(body: Annotated[Who, Body()]) -> Released:
+        """Hand back every query leased to the annotator, as the page does when it opens (after a reload, the
+        queries it held are handed out again at once, not when their leases run out)."""
+        return Released(released=store.release(body.annotator))
+
+    @app.get("/api/status", response_model=Status, summary="Progress of the labelling")
+    def status() -> Status:
+        """Queries pending, answered, in training and expired; answers per annotator; agreement; each
+        annotator's accuracy on gold queries and agreement with the others."""
+        return Status(**store.status())
+
+    app.mount("/page", StaticFiles(directory=str(PAGE)), name="page")
+    # StaticFiles refuses paths that leave media/ (.., absolute, symlinks out) and serves byte ranges.
+    app.mount("/media", StaticFiles(directory=str(run.media_dir)), name="media")
+    return app
+
+
+def _refusals(app: FastAPI) -> None:
+    """A refused query is its own status and message; an invalid request a 422 naming each error, not its value."""
+
     @app.exception_handler(QueryError)
     def refused(request: Request, err: QueryError) -> JSONResponse:
         return JSONResponse({"detail": str(err)}, err.status)
@@ -185,14 +213,14 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
                  "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in detail))
         return JSONResponse({"detail": detail}, 422)
 
+
+def _labelling(app: FastAPI, store: QueryStore, lease_s: float) -> None:
+    """The routes a person labels through: the next query leased, an answer, a rating, an undo."""
+
     def clip_pair(query: StoredQuery) -> ClipPair:
         return ClipPair(query_id=query.id, left=f"media/{query.left_clip}", right=f"media/{query.right_clip}",
                         lease_expires=query.lease_expires, instructions=query.instructions,
                         instructions_html=to_html(query.instructions), placing=query.placing, scale=query.scale)
-
-    @app.get("/", include_in_schema=False)
-    def page() -> FileResponse:
-        return FileResponse(PAGE / "index.html", headers={"Cache-Control": "no-cache"})
 
     @app.get("/api/next", response_model=NextQuery, summary="Lease the next query to an annotator")
     def next_query(annotator: Annotated[str, Query(min_length=1, max_length=64, pattern=NAME)]
@@ -224,20 +252,3 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     def undo(body: Annotated[Who, Body()]) -> ClipPair:
         """Delete the annotator's last answer and lease its query to them again, to answer anew."""
         return clip_pair(store.undo(body.annotator, lease_s))
-
-    @app.post("/api/release", response_model=Released, summary="Give up my leases")
-    def release(body: Annotated[Who, Body()]) -> Released:
-        """Hand back every query leased to the annotator, as the page does when it opens (after a reload, the
-        queries it held are handed out again at once, not when their leases run out)."""
-        return Released(released=store.release(body.annotator))
-
-    @app.get("/api/status", response_model=Status, summary="Progress of the labelling")
-    def status() -> Status:
-        """Queries pending, answered, in training and expired; answers per annotator; agreement; each
-        annotator's accuracy on gold queries and agreement with the others."""
-        return Status(**store.status())
-
-    app.mount("/page", StaticFiles(directory=str(PAGE)), name="page")
-    # StaticFiles refuses paths that leave media/ (.., absolute, symlinks out) and serves byte ranges.
-    app.mount("/media", StaticFiles(directory=str(run.media_dir)), name="media")
-    return app
