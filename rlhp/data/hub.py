@@ -42,6 +42,15 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _expert_rows(policy: dict[str, Any], stats: dict[str, Any]) -> list[tuple[str, str]]:
+    """The card's rows on the expert and its episodes: what it is, how many episodes and steps, their return."""
+    return [("expert", f"{policy.get('algorithm', '?')} `{policy.get('name', '?')}` "
+                       f"({policy.get('source', '?')}, {policy.get('training_steps', '?')} training steps)"),
+            ("episodes", str(stats["episodes"])), ("transitions", str(stats["steps"])),
+            ("return", f"{_fmt(stats['return_mean'])} ± {_fmt(stats['return_std'])} "
+                       f"(min {_fmt(stats['return_min'])}, max {_fmt(stats['return_max'])})")]
+
+
 def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | None = None) -> DatasetCard:
     """A card: YAML (tags, data files, rlhp metadata) and a readable page with stats and how to load it."""
     stats, policy = meta["summary"], meta.get("policy", {})
@@ -58,11 +67,7 @@ def dataset_card(meta: dict[str, Any], repo_id: str | None = None, video: str | 
     }
     name = repo_id or "<repo id>"
     rows = [("environment", f"`{env_id}`"), *((k.replace("_", " "), f"`{v}`") for k, v in spaces.items()),
-            ("expert", f"{policy.get('algorithm', '?')} `{policy.get('name', '?')}` "
-                       f"({policy.get('source', '?')}, {policy.get('training_steps', '?')} training steps)"),
-            ("episodes", str(stats["episodes"])), ("transitions", str(stats["steps"])),
-            ("return", f"{_fmt(stats['return_mean'])} ± {_fmt(stats['return_std'])} "
-                       f"(min {_fmt(stats['return_min'])}, max {_fmt(stats['return_max'])})")]
+            *_expert_rows(policy, stats)]
     made = meta.get("collection", {})
     ranking = meta.get("ranking", [])
     body = [
@@ -108,6 +113,36 @@ def trajectories_card(meta: dict[str, Any]) -> DatasetCard:
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body)
 
 
+def _asked_lines(meta: dict[str, Any]) -> list[str]:
+    """The card's lines on what people were asked: each text of instructions and its labels' count."""
+    body = ["## What people were asked", "", "Each label's `instructions` column holds the text shown above its clips.",
+            ""]
+    for text, count in meta.get("instructions", {}).items():
+        quoted = "\n".join(f"> {line}" for line in text.splitlines()) if text else \
+            "> (no instructions: the page asked \"Which clip does the task better?\")"
+        body += [f"{count} label{'s' if count != 1 else ''}:", "", quoted, ""]
+    return body
+
+
+def _team_lines(team: dict[str, dict[str, Any]]) -> list[str]:
+    """The card's table of the team: each person's answers, gold accuracy and agreement (none without a team)."""
+    if not team:
+        return []
+
+    def share(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0%}"
+
+    return ["## The team", "",
+            "Each person's answers to gold queries (whose answer a teacher knows, from the true returns) and "
+            "how often their labels match another person's on the same query. A person left out of the run "
+            "counts in no label above.", "",
+            "| annotator | answers | gold answers | right on gold | agreement (comparisons) | left out |",
+            "|---|---:|---:|---:|---:|---|",
+            *(f"| {name} | {p['answers']} | {p['gold_answers']} | {share(p['gold_accuracy'])} | "
+              f"{share(p['agreement'])} ({p['compared']}) | {p['left_out'] or 'no'} |" for name, p in team.items()),
+            ""]
+
+
 def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard:
     """A card for people's preference labels: who labelled how much, and how to read them."""
     header = {"license": "mit", "task_categories": ["reinforcement-learning"],
@@ -145,25 +180,7 @@ def labels_card(meta: dict[str, Any], repo_id: str | None = None) -> DatasetCard
             "```python", f'ratings = datasets.load_dataset("{repo_id or "<repo id>"}", "ratings", split="train")',
             'ratings = datasets.load_dataset("parquet", data_files="<folder>/ratings/*.parquet", split="train")',
             "```", ""]
-    body += ["## What people were asked", "",
-             "Each label's `instructions` column holds the text shown above its clips.", ""]
-    for text, count in meta.get("instructions", {}).items():
-        quoted = "\n".join(f"> {line}" for line in text.splitlines()) if text else \
-            "> (no instructions: the page asked \"Which clip does the task better?\")"
-        body += [f"{count} label{'s' if count != 1 else ''}:", "", quoted, ""]
-    team = meta.get("team", {})
-    if team:
-        def share(value: float | None) -> str:
-            return "–" if value is None else f"{value:.0%}"
-        body += ["## The team", "",
-                 "Each person's answers to gold queries (whose answer a teacher knows, from the true returns) and "
-                 "how often their labels match another person's on the same query. A person left out of the run "
-                 "counts in no label above.", "",
-                 "| annotator | answers | gold answers | right on gold | agreement (comparisons) | left out |",
-                 "|---|---:|---:|---:|---:|---|"]
-        body += [f"| {name} | {p['answers']} | {p['gold_answers']} | {share(p['gold_accuracy'])} | "
-                 f"{share(p['agreement'])} ({p['compared']}) | {p['left_out'] or 'no'} |" for name, p in team.items()]
-        body.append("")
+    body += _asked_lines(meta) + _team_lines(meta.get("team", {}))
     return DatasetCard("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + "\n".join(body))
 
 
