@@ -1,5 +1,6 @@
 """The rules of docs/architecture.md, read from the source: each wing imports only the floors below it, the readers
-of run folders import no training code, training never imports the labelling server, and no import cycle."""
+of run folders import no training code, training never imports the labelling server, no import cycle, and no
+function of 50 lines or more."""
 
 from __future__ import annotations
 
@@ -118,3 +119,10 @@ def test_no_import_cycle():
 
 def test_the_package_root_holds_at_most_eight_modules():
     assert len([p for p in ROOT.glob("*.py") if p.name != "__init__.py"]) <= 8
+
+
+def test_every_function_is_under_fifty_lines():
+    long = [f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})"
+            for path in modules().values() for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 >= 50]
+    assert not long, long

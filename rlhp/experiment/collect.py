@@ -97,19 +97,8 @@ def _collect(cfg: DictConfig, launch: Launch, env: GymEnv, snapshots: list[Snaps
     ranking, frames = [], []
     for rank, (snap, eps) in enumerate(levels):
         top = rank == len(levels) - 1
-        record = top and cfg.video.episodes > 0
-        venv = env.make(cfg.seed + 1000 * (rank + 1), n_envs=cfg.n_envs,
-                        **({"render_mode": "rgb_array"} if record else {}))
-        if record:  # only the first copy renders; cap at its share so every filmed episode is saved
-            share = -(-cfg.episodes // cfg.n_envs) if cfg.episodes else cfg.video.episodes
-            venv.envs[0] = recorder = FrameRecorder(venv.envs[0], min(cfg.video.episodes, share))
-        venv.action_space.seed(cfg.seed + rank)
-        policy = mixed_policy(snap.policy(cfg.deterministic), venv.action_space, rng, random_prob=eps)
-        got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0, frame_stack=env.frame_stack,
-                      on_episode=lambda t: bar.update(1 if cfg.episodes else len(t)))
-        venv.close()
-        if record:
-            frames = recorder.frames
+        got, filmed = _level(cfg, env, rank, snap, eps, top and cfg.video.episodes > 0, rng, bar)
+        frames = filmed or frames
         stats = summary(got)
         ranking.append({"rank": rank, "checkpoint": snap.steps, "epsilon": eps, **stats})
         log.info("rank %d (checkpoint %d steps, epsilon %.2f): %d episodes, return %.1f ± %.1f", rank, snap.steps,
@@ -132,6 +121,21 @@ def _collect(cfg: DictConfig, launch: Launch, env: GymEnv, snapshots: list[Snaps
     extra = {"ranking": ranking} if ranked else {}
     return _save(cfg, launch, env, trajectories, expert_snap, collection, extra, columns if ranked else None,
                  frames, {**expert_stats, "levels": ranking if ranked else None}, start)
+
+
+def _level(cfg: DictConfig, env: GymEnv, rank: int, snap: Snapshot, eps: float, record: bool,
+           rng: np.random.Generator, bar: tqdm) -> tuple[list[Trajectory], list[np.ndarray]]:
+    """One quality level's episodes, and the frames of its first ones where ``record`` (else none)."""
+    venv = env.make(cfg.seed + 1000 * (rank + 1), n_envs=cfg.n_envs, **({"render_mode": "rgb_array"} if record else {}))
+    if record:  # only the first copy renders; cap at its share so every filmed episode is saved
+        share = -(-cfg.episodes // cfg.n_envs) if cfg.episodes else cfg.video.episodes
+        venv.envs[0] = recorder = FrameRecorder(venv.envs[0], min(cfg.video.episodes, share))
+    venv.action_space.seed(cfg.seed + rank)
+    policy = mixed_policy(snap.policy(cfg.deterministic), venv.action_space, rng, random_prob=eps)
+    got = rollout(venv, policy, steps=cfg.timesteps or 0, episodes=cfg.episodes or 0, frame_stack=env.frame_stack,
+                  on_episode=lambda t: bar.update(1 if cfg.episodes else len(t)))
+    venv.close()
+    return got, recorder.frames if record else []
 
 
 def _collect_replay(cfg: DictConfig, launch: Launch, expert: Expert, start: float, stop: StopRequest) -> dict:

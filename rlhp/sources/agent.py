@@ -109,17 +109,7 @@ class AgentTrainer(TrajectorySource, Agent):
         self.recorder = TrajectoryRecorder(env.n_envs, env.frame_stack)
         self.venv = RewardVecEnvWrapper(env.make(seed, **horizon), reward, self.recorder)
         # The algorithm comes from the agent group; SB3 checks few of its values itself.
-        check_domains(algorithm)
-        check_buffer_memory(algorithm, self.venv.observation_space, self.venv.action_space, env.n_envs)
-        check_rollout_batch(algorithm, env.n_envs)
-        try:
-            self.algorithm = algorithm(env=self.venv, seed=seed)
-        except AssertionError as err:  # SB3 asserts the spaces it supports
-            raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
-                              f"supports {self.venv.action_space} actions") from None
-        except (ValueError, TypeError) as err:  # what SB3 itself refuses, named by the group it came from
-            raise ConfigError("agent", f"is refused by {getattr(algorithm, 'func', algorithm).__name__}: {err}") \
-                from None
+        self.algorithm = self._built(algorithm)
         if isinstance(self.algorithm, OffPolicyAlgorithm) and isinstance(self.algorithm.action_noise,
                                                                           GaussianActionNoise):
             self.algorithm.action_noise.bind(self.venv.action_space)
@@ -137,6 +127,21 @@ class AgentTrainer(TrajectorySource, Agent):
         self.reset_critic, self.reset_critic_updates = reset_critic, reset_critic_updates
         self._sampled: dict[str, float] = {}
         self._pretraining: list[Trajectory] = []
+
+    def _built(self, algorithm: Callable[..., BaseAlgorithm]) -> BaseAlgorithm:
+        """The SB3 algorithm on the training env, its arguments checked first; what SB3 refuses named by the group."""
+        env = self.env
+        check_domains(algorithm)
+        check_buffer_memory(algorithm, self.venv.observation_space, self.venv.action_space, env.n_envs)
+        check_rollout_batch(algorithm, env.n_envs)
+        try:
+            return algorithm(env=self.venv, seed=self.seed)
+        except AssertionError as err:  # SB3 asserts the spaces it supports
+            raise ConfigError("agent", f"cannot train on env {env.id!r}: {err}. Pick an agent that "
+                              f"supports {self.venv.action_space} actions") from None
+        except (ValueError, TypeError) as err:  # what SB3 itself refuses, named by the group it came from
+            raise ConfigError("agent", f"is refused by {getattr(algorithm, 'func', algorithm).__name__}: {err}") \
+                from None
 
     critic_reset_due = False
     """Whether the critic starts again before the next training (set when the pre-training ends)."""
