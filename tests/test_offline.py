@@ -361,3 +361,19 @@ def test_the_one_minute_path_runs_on_the_dataset_shipped_in_the_package(tmp_path
     assert result["episodes"] == 1 and result["reward_correlation"] > 0.5
     config = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
     assert "${rlhp.sample:pendulum-medium-replay}" in config  # found wherever the package is installed
+
+
+def test_compiled_programs_are_kept_between_commands_and_change_no_figure(tmp_path, monkeypatch):
+    # JAX's persistent cache, in the user's cache folder: the second command loads what the first compiled, and
+    # trains to the same bytes.
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    tiny = ["experiment=offline/pendulum", "logger=none", "total_timesteps=64", "evaluation.episodes=1",
+            "agent.learner.hidden_units=[16]"]
+    for name in ("first", "second"):
+        run_cli("rlhp-train", *tiny, f"hydra.run.dir={tmp_path / name}", cwd=tmp_path)
+        if name == "first":
+            kept = {p.name for p in (tmp_path / "rlhp" / "jax").glob("*-cache")}
+            assert any(n.startswith("jit__steps") for n in kept), sorted(kept)[:5]
+    assert (tmp_path / "first" / "eval.json").read_bytes() == (tmp_path / "second" / "eval.json").read_bytes()
+    assert {p.name for p in (tmp_path / "rlhp" / "jax").glob("*-cache")} == kept  # nothing compiled twice

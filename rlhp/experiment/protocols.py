@@ -2,9 +2,9 @@
 
 ``experiment=bpref/<task>`` composes :data:`PUBLISHED` (a test composes each and compares); ``experiment=bpref_cpu/
 <task>`` changes :data:`CPU_CHANGES` only, what one core cannot run within about three hours: the agent's width and
-batch (the papers' SAC of 1,024 x 2 on batches of 1,024 costs about 10x the compute a step of rlhp's 256 x 2 on
-batches of 256), and the steps of the tasks published at 1M. A run records its protocol in its first console line
-and in ``eval.json`` (``protocol``: its name and the keys it changed).
+batch (the papers' SAC of 1,024 x 2 on batches of 1,024 runs about 2 steps a second on a core here, rlhp's 256 x 2
+on batches of 256 about 50), and the steps of the tasks published at 1M. A run records its protocol in its first
+console line and in ``eval.json`` (``protocol``: its name and the keys it changed).
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ CPU_CHANGES: dict[str, dict[str, Any]] = {
 their length, and every label still comes: the last batch of labels comes at 200k steps on window-open, 400k on
 button-press, 500k on door-open). At 256 x 2 a Meta-World run here took 95-110 minutes for 300k steps."""
 
-STEPS_PER_SECOND = {1024: 4.0, 256: 50.0}
+STEPS_PER_SECOND = {1024: 2.0, 256: 50.0}
 """Agent steps a second of a B-Pref run on one core of a 2-core AMD EPYC VM, by the agent's batch (1,024: the
-published 1,024 x 2 SAC, walker-walk's first 6,000 steps; 256: the CPU protocol's, the mean of the runs in
-docs/data/bpref_runs.csv), at :data:`REFERENCE_SPEED_MS`."""
+published 1,024 x 2 SAC, walker-walk's first round, 2,000 steps of which 1,000 trained, in 481 s; 256: the CPU
+protocol's, 38-58 a second over the runs in docs/data/bpref_runs.csv), at :data:`REFERENCE_SPEED_MS`."""
 REFERENCE_SPEED_MS = 12.4
 """``sum(range(10**6))`` on one core of that machine, in milliseconds (the test suite prints this machine's)."""
 
