@@ -147,7 +147,7 @@ def test_an_unknown_task_is_refused_naming_the_tasks(make, says):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides, success", [
-    (["env=dmc", "env.id=walker-walk"], False),
+    (["experiment=bpref_cpu/walker_walk"], False),  # DMC as B-Pref runs it, on the CPU protocol
     (["env=metaworld", "env.id=door-open-v3"], True),
 ], ids=["dmc", "metaworld"])
 def test_a_benchmark_task_trains_end_to_end_and_metaworld_reports_its_success_rate(train, overrides, success):
@@ -157,6 +157,10 @@ def test_a_benchmark_task_trains_end_to_end_and_metaworld_reports_its_success_ra
     result = json.loads((run_dir / "eval.json").read_text())
     assert np.isfinite(result["true_return_mean"]) and ("success_rate" in result) is success
     assert ("success" in proc.stdout + proc.stderr) is success  # the console's last line says it too
+    # The protocol a run followed is in eval.json and in the console's first line.
+    cpu = ["agent.policy_kwargs.net_arch=[256,256]", "agent.batch_size=256"]
+    assert result["protocol"] == ({"name": "cpu", "changed": cpu} if not success else {"name": "own", "changed": []})
+    assert ("the cpu protocol, shrunk by debug" in proc.stdout) is not success
     if success:
         assert 0 <= result["success_rate"] <= 1
         rows = RunFolder(run_dir).metrics()
