@@ -26,6 +26,7 @@ class IQL(Learner):
         expectile: the value's expectile of the Q-values (the paper's tau).
         weight_temp: the advantage's inverse temperature in the policy's weights (the paper's beta).
         max_weight: the policy's weights are clipped to this.
+        hidden_units: every network's hidden layers.
         Others: see :class:`~rlhp.offline.learner.Learner`.
     """
 
@@ -39,7 +40,7 @@ class IQL(Learner):
         self.critics = Critics(tuple(hidden_units), n_critics)
         self.value = MLP(tuple(hidden_units), 1)
         self.actor_opt, self.critic_opt = optax.adam(actor_learning_rate), optax.adam(critic_learning_rate)
-        super().__init__(obs_dim, act_dim, seed, batch_size, list(hidden_units))
+        super().__init__(obs_dim, act_dim, seed, batch_size)
 
     def initial_state(self, key: jax.Array) -> State:
         """Fresh weights, their optimisers' states, the critics' targets."""

@@ -35,12 +35,10 @@ class Learner(ABC):
         obs_dim, act_dim: the sizes of an observation and an action.
         seed: seeds the networks' first weights (and any noise the updates draw).
         batch_size: transitions a gradient step.
-        hidden_units: every network's hidden layers.
     """
 
-    def __init__(self, obs_dim: int, act_dim: int, seed: int, batch_size: int, hidden_units: list[int]) -> None:
+    def __init__(self, obs_dim: int, act_dim: int, seed: int, batch_size: int) -> None:
         self.obs_dim, self.act_dim, self.batch_size = obs_dim, act_dim, batch_size
-        self.hidden_units = list(hidden_units)
         self.state = self.initial_state(jax.random.PRNGKey(seed))
 
     @abstractmethod

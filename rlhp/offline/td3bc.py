@@ -22,6 +22,7 @@ class TD3PlusBC(Learner):
         target_smoothing_sigma, target_smoothing_clip: the target action's Gaussian noise and its bound.
         alpha: the weight of Q against behavioural cloning (lambda = alpha / mean |Q|).
         update_actor_interval: critic steps per policy step (the targets move with the policy).
+        hidden_units: every network's hidden layers.
         Others: see :class:`~rlhp.offline.learner.Learner`.
     """
 
@@ -34,7 +35,7 @@ class TD3PlusBC(Learner):
         self.sigma, self.clip = target_smoothing_sigma, target_smoothing_clip
         self.actor, self.critics = MLP(tuple(hidden_units), act_dim), Critics(tuple(hidden_units), n_critics)
         self.actor_opt, self.critic_opt = optax.adam(actor_learning_rate), optax.adam(critic_learning_rate)
-        super().__init__(obs_dim, act_dim, seed, batch_size, list(hidden_units))
+        super().__init__(obs_dim, act_dim, seed, batch_size)
 
     def initial_state(self, key: jax.Array) -> State:
         """Fresh weights, their optimisers' states and targets, the noise's key and the step counter."""
