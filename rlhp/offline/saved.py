@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rlhp.offline.scaling import Scaling
+
 DENSE = re.compile(r"^actor\.(?:mean\.)?params\.Dense_(\d+)\.(kernel|bias)$")
 """The policy network's layers in ``agent.npz`` (IQL's under ``actor.mean``, TD3+BC's under ``actor``)."""
 
@@ -20,13 +22,12 @@ def saved_policy(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
             if match := DENSE.match(name):
                 layers.setdefault(int(match[1]), {})[match[2]] = saved[name]
         weights = [(layers[i]["kernel"], layers[i]["bias"]) for i in sorted(layers)]
-        mean, std, low, high = (saved[k] for k in ("obs_mean", "obs_std", "action_low", "action_high"))
+        scaling = Scaling(*(saved[k] for k in ("obs_mean", "obs_std", "action_low", "action_high")))
 
     def act(obs: np.ndarray) -> np.ndarray:
-        x = (np.asarray(obs, np.float32) - mean) / std
+        x = scaling.obs(obs)
         for kernel, bias in weights[:-1]:
             x = np.maximum(x @ kernel + bias, 0)
-        unit = np.tanh(x @ weights[-1][0] + weights[-1][1])
-        return low + (unit + 1) * (high - low) / 2
+        return scaling.to_env(np.tanh(x @ weights[-1][0] + weights[-1][1]))
 
     return act

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.offline.algorithm import OfflineAlgorithm, check_settings, learner_class
+from rlhp.offline.scaling import Scaling
 from rlhp.offline.transitions import Transitions
 from rlhp.rewards import AgentReward
 from rlhp.sources.base import Agent, AgentReport
@@ -21,27 +22,6 @@ from rlhp.sources.domains import check_learner
 
 CHUNK = 500
 """Gradient steps a compiled call (the progress bar moves by this many)."""
-
-
-class Scaling:
-    """How the env's observations and actions map to the learner's: observations standardised (TD3+BC's) or kept,
-    actions from the env's bounds to [-1, 1]."""
-
-    def __init__(self, mean: np.ndarray, std: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
-        self.mean, self.std = mean.astype(np.float32), np.maximum(std, 1e-3).astype(np.float32)
-        self.low, self.high = low.astype(np.float32), high.astype(np.float32)
-
-    def obs(self, obs: np.ndarray) -> np.ndarray:
-        """Observations as the learner reads them."""
-        return (np.asarray(obs, np.float32) - self.mean) / self.std
-
-    def to_unit(self, acts: np.ndarray) -> np.ndarray:
-        """The env's actions in [-1, 1]."""
-        return (2 * (acts - self.low) / (self.high - self.low) - 1).astype(np.float32)
-
-    def to_env(self, unit: np.ndarray) -> np.ndarray:
-        """Actions in [-1, 1] in the env's bounds."""
-        return self.low + (np.asarray(unit) + 1) * (self.high - self.low) / 2
 
 
 class Predictor:
