@@ -248,7 +248,8 @@ def verdict(rows: list[dict[str, str]], task: str, method: str) -> str:
     name = method.partition("+")[0].upper()
     if name not in METHODS or not rows:
         return ""
-    at = values(largest_budget(fresh(rows))[1]) if fresh(rows) else np.zeros(0)
+    kept = fresh(rows)
+    at = values(largest_budget(kept)[1]) if kept else np.zeros(0)
     if len(at) < MIN_SEEDS:
         return f"none: {len(at)} of {MIN_SEEDS} fresh seeds"
     published = PUBLISHED[task][1][METHODS.index(name)]
