@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TypeVar
 
 import datasets
 import gymnasium as gym
@@ -32,6 +33,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 import rlhp.experiment.options as config_options
 from rlhp.data import FragmentPairs, Trajectory
+from rlhp.data.state import Arrays, Loader, Saver
 from rlhp.data.trajectory import Nested
 
 
@@ -58,6 +60,27 @@ def trajectory(length: int, offset: float = 0.0, terminal: bool = False) -> Traj
     obs = (offset + np.arange(length + 1, dtype=np.float32))[:, None]
     return Trajectory(obs=obs, acts=np.arange(length) % 2, rews=obs[:-1, 0].copy(), terminal=terminal,
                       infos=[{"t": t} for t in range(length)])
+
+
+T = TypeVar("T")
+
+
+def saved_state(original: object) -> Callable[[T], T]:
+    """``original``'s state saved now as data, as a checkpoint saves it (its arrays kept in memory, the rest through
+    JSON text); call the result with a part built as ``original`` was to load the state into it."""
+    arrays = Arrays({})
+    tree = json.loads(json.dumps(Saver(arrays)(original)))
+
+    def load(fresh: T) -> T:
+        Loader(arrays)(tree, fresh, "part")
+        return fresh
+
+    return load
+
+
+def loaded_into(original: object, fresh: T) -> T:
+    """``fresh`` (built as ``original`` was) with ``original``'s state saved and loaded into it."""
+    return saved_state(original)(fresh)
 
 
 def random_dataset(path: Path, env_id: str, episodes: int = 0, steps: int = 0) -> Path:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pickle
-
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import loaded_into
 
 from rlhp.envs import (
     FIXED_HORIZON_CARTPOLE,
@@ -123,12 +122,13 @@ def test_atari_stacks_four_84_pixel_frames_that_shift_by_one_each_step():
     assert obs[0, 3].std() > 0  # a picture, not a blank
 
 
-def test_a_pickled_atari_copy_resumes_the_same_game():
-    venv = AtariEnv("ALE/Pong-v5", n_envs=2, kwargs={"frameskip": 1, "repeat_action_probability": 0.25}).make(0)
+def test_an_atari_copy_loaded_into_a_fresh_one_resumes_the_same_game():
+    env = AtariEnv("ALE/Pong-v5", n_envs=2, kwargs={"frameskip": 1, "repeat_action_probability": 0.25})
+    venv = env.make(0)
     venv.reset()
     for _ in range(30):
         venv.step(np.array([2, 3]))
-    copy = pickle.loads(pickle.dumps(venv))
+    copy = loaded_into(venv, env.make(0))
     for step in range(30):
         acts = np.array([step % 6, (step + 1) % 6])
         np.testing.assert_array_equal(venv.step(acts)[0], copy.step(acts)[0])

@@ -8,7 +8,6 @@ import copy
 import json
 import math
 import os
-import pickle
 import signal
 import sqlite3
 import subprocess
@@ -20,7 +19,7 @@ import httpx
 import imageio
 import numpy as np
 import pytest
-from helpers import BIN, FAST, composed, random_pairs, run_cli
+from helpers import BIN, FAST, composed, loaded_into, random_pairs, run_cli
 from test_annotate import publish
 
 from rlhp.data import PreferenceDataset
@@ -172,12 +171,12 @@ def test_a_resumed_gatherer_takes_again_what_it_took_after_its_checkpoint(tmp_pa
     assert len(resumed()) == 0  # and not twice
 
 
-def test_a_pickled_gatherer_leaves_its_session_behind_and_waits_again_when_loaded(tmp_path):
+def test_a_saved_gatherer_leaves_its_session_behind_and_waits_again_when_loaded(tmp_path):
     store = publish(tmp_path, 2)
     gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5)
-    with gatherer.session(stop=lambda: True):  # a lambda: pickling it would fail
+    with gatherer.session(stop=lambda: True):
         gatherer.url, gatherer._server = "http://127.0.0.1:1/", object()  # as a serving session holds them
-        loaded = pickle.loads(pickle.dumps(gatherer))
+        loaded = loaded_into(gatherer, HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5))
     assert loaded.url is None and loaded._server is None
     threading.Timer(0.3, answer, (store, 1)).start()
     start = time.monotonic()

@@ -2,14 +2,13 @@
 
 import copy
 import math
-import pickle
 import threading
 
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from helpers import trajectory
+from helpers import loaded_into, trajectory
 
 from rlhp.data import PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
@@ -149,14 +148,6 @@ def test_with_reward_updates_new_labels_rounds_that_bring_no_label_train_no_rewa
     assert trained["new_labels"] == (["train on 3", "train on 5"], [True, True, False, False])
 
 
-def test_a_loop_checkpointed_before_reward_updates_existed_resumes_training_every_round():
-    loop = make_loop(FakeAgent(), comparisons=(6, 4, 0))
-    del loop.reward_learning.__dict__["reward_updates"]  # as pickled before the option
-    old = pickle.loads(pickle.dumps(loop))
-    old.iterate([Recorder()])
-    assert old.reward_learning.reward_trainer.events == ["train on 3", "train on 5", "train on 5"]
-
-
 def test_reward_updates_takes_its_two_modes_only():
     with pytest.raises(ArgumentError, match="reward_updates must be one of every_round, new_labels, got 'never'"):
         make_loop(FakeAgent(), reward_updates="never")
@@ -219,11 +210,11 @@ def test_max_dataset_size_holds_inside_the_loop():
     assert len(dataset) == 8 and dataset.ids.tolist() == list(range(14, 30, 2))
 
 
-def test_a_pickled_loop_continues_as_the_original():
-    # The save contract: a checkpoint is the loop pickled whole (rlhp.experiment.checkpoints).
+def test_a_loop_loaded_into_a_fresh_one_continues_as_the_original():
+    # The save contract: a checkpoint is the loop's state as data, loaded into a loop built anew from its config.
     original = make_loop(FakeAgent(), seed=0)
     original.round()
-    copy = pickle.loads(pickle.dumps(original))
+    copy = loaded_into(original, make_loop(FakeAgent(), seed=0))
     state = torch.get_rng_state()
     a = original.round().metrics
     torch.set_rng_state(state)
@@ -331,11 +322,11 @@ def test_an_asynchronous_update_that_fails_fails_its_round_after_the_agent_train
     assert agent.asked == [334, 367] and loop.iteration == 1  # the round is not counted as done
 
 
-def test_an_asynchronous_loop_pickled_between_rounds_continues_as_the_original():
+def test_an_asynchronous_loop_loaded_between_rounds_continues_as_the_original():
     original = make_loop(FakeAgent(), seed=0, asynchronous=True)
     original.round()
     original.round()
-    twin = pickle.loads(pickle.dumps(original))
+    twin = loaded_into(original, make_loop(FakeAgent(), seed=0, asynchronous=True))
     a, b = original.round().metrics, twin.round().metrics
     drop = {k for k in a if k.startswith("time_") or k == "wall_s"}
     assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}

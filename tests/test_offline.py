@@ -232,7 +232,8 @@ def test_an_offline_run_killed_before_its_agent_trains_resumes_to_the_same_resul
                         cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     # The checkpoint holds the dataset's path and hash, not its transitions (2,000 of them, 64 kB of observations).
-    assert all((p / "resume.pt").stat().st_size < 5_000_000 for p in (run / "checkpoints").iterdir())
+    assert all(sum((p / f).stat().st_size for f in ("resume.json", "arrays.npz")) < 5_000_000
+               for p in (run / "checkpoints").iterdir())
     assert not (run / "chunks").exists()
     assert_loads_in_a_fresh_interpreter(run)
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run}", cwd=tmp_path)

@@ -3,6 +3,8 @@
 import csv
 import json
 import os
+import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +34,11 @@ MOMENTS = {
     "between a checkpoint and pruning (round 4)": ("rlhp.experiment.callbacks", "prune_checkpoints", 5),
     "during the final evaluation": ("rlhp.experiment.train", "evaluate", 1),
 }
+
+
+def state_bytes(checkpoint: Path) -> int:
+    """The bytes of a checkpoint's state outside the shared chunks."""
+    return sum((checkpoint / name).stat().st_size for name in ("resume.json", "arrays.npz"))
 
 
 def untimed_rows(run_dir: Path) -> list[dict]:
@@ -303,7 +310,7 @@ OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_rounds=5", "total_time
 
 @pytest.mark.parametrize("agent", ["sac", "sbx_sac", "tqc", "crossq"])
 def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path, agent):
-    # SBX's agents (JAX) hold closures and jitted functions that only cloudpickle stores.
+    # SBX's agents (JAX) hold jitted functions and Flax train states: the config builds the one, the other is data.
     overrides = [*OFF_POLICY, f"agent={agent}"]
     whole = tmp_path / "whole"
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
@@ -311,8 +318,8 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     killed = run_killed("rlhp.sources.agent", "AgentTrainer.train", 3, *overrides, f"hydra.run.dir={run_dir}",
                         cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of resume.pt
-    assert all((p / "resume.pt").stat().st_size < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
+    assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of arrays.npz
+    assert all(state_bytes(p) < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
     assert_loads_in_a_fresh_interpreter(run_dir)
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
@@ -362,3 +369,63 @@ def test_a_refused_command_leaves_the_run_folder_as_it_was(tmp_path):
         proc = run_cli("rlhp-train", *command, cwd=tmp_path, check=False)
         assert proc.returncode in (2, 5) and "Traceback" not in proc.stderr
         assert {p.name: p.read_bytes() for p in (finished / ".hydra").iterdir()} == record  # how it was trained
+
+
+class Payload:
+    """What a crafted checkpoint holds: a pickle that runs a command when it is loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.fixture(scope="module")
+def shared_run(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("shared")
+    run_cli("rlhp-train", "debug=fast", "logger=none", "num_rounds=3", f"hydra.run.dir={where / 'run'}", cwd=where)
+    (where / "run" / "eval.json").unlink()  # unfinished again: resume reads its checkpoints
+    shutil.rmtree(where / "run" / "checkpoints" / "final")
+    return where / "run"
+
+
+@pytest.mark.parametrize("name", ["resume.json", "arrays.npz", "config.yaml", "overrides.yaml", "state.json",
+                                  "reward_net.pt", "trainer.pt", "agent.zip", "resume.pt"])
+def test_a_pickle_payload_in_a_checkpoint_file_runs_nothing_on_resume(tmp_path, shared_run, name):
+    run_dir = tmp_path / "run"
+    shutil.copytree(shared_run, run_dir)
+    marker = tmp_path / "pwned"
+    for checkpoint in (run_dir / "checkpoints").iterdir():
+        (checkpoint / name).write_bytes(pickle.dumps(Payload(marker)))
+    resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path, check=False)
+    assert not marker.exists() and "Traceback" not in resumed.stderr
+    if name in ("resume.json", "arrays.npz", "config.yaml", "overrides.yaml"):  # what resume reads: refused
+        assert resumed.returncode == 2, resumed.stderr[-2000:]
+        assert resumed.stderr.strip().splitlines()[-1].endswith("holds no complete checkpoint to resume from")
+        assert all("cannot be read" in line or "not the one it was saved with" in line
+                   for line in resumed.stderr.strip().splitlines()[:-1] if line.startswith("ignoring"))
+    else:  # files for people, or one this rlhp never reads: resume goes on from the state, as if untouched
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+
+
+def test_a_checkpoint_pickled_by_an_older_rlhp_is_refused_in_one_line_saying_how_to_convert_it(tmp_path,
+                                                                                                shared_run):
+    run_dir = tmp_path / "run"
+    shutil.copytree(shared_run, run_dir)
+    newest = sorted((run_dir / "checkpoints").iterdir())[-1]
+    (newest / "resume.json").rename(newest / "resume.pt")
+    resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path, check=False)
+    assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
+    last = resumed.stderr.strip().splitlines()[-1]
+    assert "is a pickle (resume.pt" in last and "pip install 'rlhp<0.2'" in last
+
+
+def test_a_run_saved_in_format_4_resumes_in_this_release(tmp_path):
+    # Kept from the first release that saved checkpoints as data: every later release must resume it.
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "format4-run", run_dir)
+    resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
+    assert "resuming from" in resumed.stderr and "2 of 3 rounds done" in resumed.stderr
+    assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 2
+    assert len(untimed_rows(run_dir)) == 3

@@ -9,8 +9,10 @@ import numpy as np
 import torch
 
 from rlhp.data.frames import as_tensor, stacks, stacks_tensor
+from rlhp.data.state import record
 
 
+@record
 @dataclass
 class FragmentPairs:
     """A batch of fragment pairs: the steps have leading shape (pairs, 2, length), the provenance (pairs, 2).

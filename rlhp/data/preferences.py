@@ -76,9 +76,13 @@ class PreferenceDataset:
             self._columns[k] = np.empty((rows, *col.shape[1:]), col.dtype)
             self._columns[k][:n] = col[:n]
 
-    def __getstate__(self) -> dict:
-        # The rows in use only: the reserved rest holds nothing, and pickling it would fill its pages.
+    def save_state(self) -> dict:
+        """The rows in use only: the reserved rest holds nothing, and saving it would fill its pages."""
         return {**self.__dict__, "_columns": {k: v[:len(self)] for k, v in self._columns.items()}}
+
+    def load_state(self, state: dict) -> None:
+        """Take back :meth:`save_state`'s (it grows again when rows come)."""
+        self.__dict__.update(state)
 
     def save(self, path: str | Path, **annotations: Sequence | np.ndarray) -> None:
         """Write as a Hugging Face dataset (Arrow): one row per pair, readable without rlhp; ``annotations``

@@ -6,8 +6,10 @@ import numpy as np
 
 from rlhp.data.pairs import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.data.state import record
 
 
+@record
 class RankedClips(PreferenceDataset):
     """Clips placed in one ranking: a :class:`PreferenceDataset` whose rows hold one fragment (the second axis of
     :attr:`pairs` is 1) and whose labels are their levels, 0 the worst (clips of one level are equally good), so the

@@ -8,12 +8,14 @@ import numpy as np
 
 from rlhp.data.pairs import FragmentPairs
 from rlhp.data.preferences import PreferenceDataset
+from rlhp.data.state import record
 from rlhp.errors import ArgumentError
 
 MAX_SCALE = 10
 """The longest rating scale: the keys 1 to 9 and 0 for ten."""
 
 
+@record
 class RatingDataset(PreferenceDataset):
     """Clips rated on a scale of 1 to ``scale``: a :class:`PreferenceDataset` whose rows hold one fragment (the
     second axis of :attr:`pairs` is 1) and whose labels are the ratings, so rated clips are stored, saved and

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rlhp.data.frames import frames_of, shared, stacks
+from rlhp.data.state import record
 
 STATE, FINAL_STATE = "recorded_state", "final_recorded_state"
 """Info keys an env that records its states fills (:mod:`rlhp.envs.states`): the state a step starts from,
@@ -22,6 +23,7 @@ Nested = np.ndarray | dict[str, "Nested"] | tuple["Nested", ...]
 """An array with a leading time axis, or a dict/tuple of them (Dict and Tuple spaces)."""
 
 
+@record
 @dataclass
 class Trajectory:
     """One episode: ``obs`` has one more row than ``acts`` and ``rews`` (the final observation).
@@ -61,22 +63,22 @@ class Trajectory:
         """Number of transitions."""
         return len(self.rews)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def save_state(self) -> dict[str, Any]:
+        """Its frames once each, and its infos packed (:class:`PackedInfos`)."""
         return {**self.__dict__, "obs": self.frames, "infos": PackedInfos(self.infos)}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        k = state.get("frame_stack", 1)
-        state = dict(state)
-        recorded = state.pop("physics", None)  # pickled when only MuJoCo's states were recorded, by that name
-        state = {"states": np.zeros((len(state["rews"]) + 1, 0)) if recorded is None else recorded, **state}
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s (the stacks as views over the frames again)."""
+        k = state["frame_stack"]
         self.__dict__.update(state, infos=state["infos"].unpack(),
                              obs=stacks(state["obs"], k, axis=0) if k > 1 else state["obs"])
 
 
+@record
 class PackedInfos:
-    """Per-step infos as their distinct dicts and, per step, which one: how a pickle holds them. Most steps
-    repeat a few dicts (``{"TimeLimit.truncated": False}``), and a pickle of the distinct ones and an index
-    is a fraction of one with a dict, key and value per step (a third of a CartPole checkpoint's time)."""
+    """Per-step infos as their distinct dicts and, per step, which one: how a checkpoint holds them. Most steps
+    repeat a few dicts (``{"TimeLimit.truncated": False}``), and the distinct ones and an index are a fraction
+    of a dict, key and value per step."""
 
     def __init__(self, infos: list[dict]) -> None:
         index: dict = {}
@@ -188,16 +190,15 @@ class TrajectoryRecorder:
             del self._obs[:drop], self._acts[:drop], self._rews[:drop], self._infos[:drop]
             self._offset += drop
 
-    def __getstate__(self) -> dict[str, Any]:
-        # The steps in progress as whole arrays and packed infos: a few objects for a checkpoint to pickle,
-        # not several per step.
+    def save_state(self) -> dict[str, Any]:
+        """The steps in progress as whole arrays and packed infos: a few values to save, not several per step."""
         steps = len(self._acts)
         return {**self.__dict__, **{k: np.stack(getattr(self, k)) if steps else [] for k in ("_obs", "_acts", "_rews")},
                 "_infos": PackedInfos([info for step in self._infos for info in step])}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s (a list of steps again)."""
         infos = state["_infos"].unpack()
-        state = {"frame_stack": 1, "_heads": None, "_last": None, **state}  # a checkpoint from before frame stacks
         self.__dict__.update(state, **{k: list(state[k]) for k in ("_obs", "_acts", "_rews")},
                              _infos=[infos[i:i + state["n_envs"]] for i in range(0, len(infos), state["n_envs"])])
 

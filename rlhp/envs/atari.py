@@ -90,20 +90,21 @@ class AtariEnv(GameEnv):
 
 
 class KeepGameState(gym.Wrapper):
-    """Pickles with the emulator's state and random generators. ALE's env pickles as its constructor's
-    arguments only, so without this a resumed run would find every copy in a fresh game, not where it was."""
+    """Saves the emulator's state and random generators with its wrapper's: ALE's emulator is a C++ object with no
+    attributes to save, so without this a resumed run would find every copy in a fresh game, not where it was."""
 
-    def __getstate__(self) -> dict[str, Any]:
-        game = self.env.unwrapped
-        return {**self.__dict__, "game_state": game.ale.cloneState(include_rng=True), "np_random": game.np_random}
+    def save_state(self) -> dict[str, Any]:
+        """The wrapper's attributes, and the emulator's state (its random generator's too) as bytes."""
+        return {**self.__dict__, "game_state": self.env.unwrapped.ale.cloneState(include_rng=True).serialize()}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put the emulator back as it was saved."""
+        import ale_py
+
         state = dict(state)
-        game_state, np_random = state.pop("game_state"), state.pop("np_random")
+        game_state = state.pop("game_state")
         self.__dict__.update(state)
-        game = self.env.unwrapped
-        game.ale.restoreState(game_state)
-        game.np_random = np_random
+        self.env.unwrapped.ale.restoreState(ale_py.ALEState(game_state))
 
 
 def replay(env: gym.Env, state: np.ndarray, action: int, frame_skip: int) -> np.ndarray:

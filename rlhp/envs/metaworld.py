@@ -61,31 +61,23 @@ PLACED = ("body_pos", "site_pos", "eq_data")
 
 
 class WholePhysics(gym.Wrapper):
-    """Pickles the whole simulation: Meta-World's own pickling builds its model again from the XML file and keeps
-    only the joints and the hand's mocap, so a resumed run would lose where reset put the objects, the hand's
-    weld, the controls and the solver's warm start. This keeps the model's arrays that Meta-World changes after it
-    is built (:data:`PLACED`) and MuJoCo's integration state (``mj_getState``), and puts them back after
-    Meta-World has rebuilt its env; the next step computes the rest from them, as it would have."""
+    """Saves the model's arrays that Meta-World changes after building it (:data:`PLACED`: where reset put the
+    objects, the hand's weld) with the wrapper's attributes: a checkpoint keeps MuJoCo's integration state
+    (``mj_getState``) of every simulation, but a model as its config builds it, so without this a resumed run
+    would find the objects where the XML file puts them."""
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The wrapper's attributes, and the simulation's placements and integration state."""
-        import mujoco
+    def save_state(self) -> dict[str, Any]:
+        """The wrapper's attributes, and the model's placements."""
+        model = self.env.unwrapped.model
+        return {**self.__dict__, "placed": {k: getattr(model, k).copy() for k in PLACED}}
 
-        model, data = self.env.unwrapped.model, self.env.unwrapped.data
-        integration = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
-        mujoco.mj_getState(model, data, integration, mujoco.mjtState.mjSTATE_INTEGRATION)
-        return {**self.__dict__, "_physics": ({k: getattr(model, k).copy() for k in PLACED}, integration)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Put the simulation back as it was pickled."""
-        import mujoco
-
-        placed, integration = state.pop("_physics")
-        self.__dict__.update(state)
-        model, data = self.env.unwrapped.model, self.env.unwrapped.data
-        for key, array in placed.items():
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put the placements back as they were saved."""
+        state = dict(state)
+        model = self.env.unwrapped.model
+        for key, array in state.pop("placed").items():
             getattr(model, key)[:] = array
-        mujoco.mj_setState(model, data, integration, mujoco.mjtState.mjSTATE_INTEGRATION)
+        self.__dict__.update(state)
 
 
 class MetaWorldEnv(GymEnv):

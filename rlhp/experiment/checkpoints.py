@@ -1,14 +1,15 @@
 """Checkpoints: rlhp's one save contract, written whole or not at all and read back to resume a run.
 
-The contract: **a checkpoint is the loop pickled whole** (``resume.pt``: every part, with its envs, agent,
-replay buffer, reward model, optimisers, preference dataset, pending queries and the shared generator),
-beside the global random states of Python, NumPy and torch. A part needs no save code of its own; one
-that holds what pickle cannot take (a live process, a rendering env) says in ``__getstate__`` what builds
-it again. A resumed run therefore continues exactly as the uninterrupted one would.
+The contract: **a checkpoint is data** (``resume.json`` and ``arrays.npz``, see :mod:`rlhp.data.state`): the
+state of every part of the loop (envs mid-episode, agent, replay buffer, reward model, optimisers, preference
+dataset, pending queries, the shared generator) as a tree of JSON values and arrays, beside the global random
+states of Python, NumPy and torch. Resuming builds the loop again from the checkpoint's ``config.yaml`` and loads
+each part's state into it; nothing in a run folder is unpickled, so a folder from anyone runs no code of theirs. A
+resumed run continues exactly as the uninterrupted one would.
 
 What keeps a round's checkpoint small, whatever the run's size:
 
-- Arrays of at least :data:`LARGE` bytes (a replay buffer's columns) are not in ``resume.pt``: they are
+- Arrays of at least :data:`LARGE` bytes (a replay buffer's columns) are not in ``arrays.npz``: they are
   cut into :data:`CHUNK`-byte chunks stored in the run's ``chunks/`` (made at the first such array), each
   named by its content hash and shared by every checkpoint. A round writes only the chunks that changed (a
   buffer's newest transitions); a checkpoint's ``chunks.txt`` lists the chunks it uses, and chunks that no
@@ -21,33 +22,26 @@ What keeps a round's checkpoint small, whatever the run's size:
 Beside it, the files a person reads without rlhp, each written by the part that holds it (:meth:`rlhp.loop.Loop.save`
 asks each part; the checkpoint reaches into none): ``reward_net.pt`` (weights and the config that built
 them), ``trainer.pt`` (its optimiser), ``agent.zip`` (SB3's format), ``preferences/`` (a dataset),
-``state.json`` (counters) and the run's ``config.yaml`` and ``overrides.yaml``. ``resume.pt`` is a
-pickle: load only run folders you trust.
+``state.json`` (counters) and the run's ``config.yaml`` and ``overrides.yaml``. docs/runs.md describes each file.
 """
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
-import importlib
 import json
 import logging
-import pickle
 import random
 import shutil
-import sys
-import types
-import warnings
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.data.torch_files import save_torch
-from rlhp.errors import DataError, RlhpError
+from rlhp.data.state import Arrays, Loader, Saver
+from rlhp.errors import DataError, RlhpError, RunError
+from rlhp.experiment.compose import compose
 from rlhp.experiment.renamed import upgrade
 from rlhp.experiment.stops import interrupts_held
 from rlhp.files import written_whole
@@ -56,10 +50,10 @@ from rlhp.runs import RunFolder
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3
-"""Version of ``resume.pt``; a run folder written by another version is refused, not misread."""
+FORMAT = 4
+"""Version of ``resume.json``; a run folder written by another version is refused, not misread (3 was the pickle)."""
 LARGE = 1 << 16
-"""Arrays of at least this many bytes are stored in chunks outside ``resume.pt``."""
+"""Arrays of at least this many bytes are stored in chunks outside ``arrays.npz``."""
 CHUNK = 1 << 16
 """Bytes per chunk: a round rewrites the chunks its new data touch, so smaller chunks write less."""
 
@@ -91,102 +85,46 @@ def set_global_random_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-class _Chunks:
+class Chunks:
     """The chunk store of one save or load: ``folder`` holds chunks named by their content hash."""
 
-    def __init__(self, folder: Path, derived: list[np.ndarray] = ()) -> None:
-        self.folder, self.derived = folder, {id(a) for a in derived}
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.used: list[str] = []
-        self.written = 0
 
-    def store(self, array: np.ndarray) -> tuple:
-        """Write the array's chunks that the store lacks; return what rebuilds it."""
-        if id(array) in self.derived:
-            return _zeros, (array.dtype.str, array.shape)
+    def store(self, array: np.ndarray) -> list[str]:
+        """Write the array's chunks that the store lacks; return their names."""
         data = memoryview(np.ascontiguousarray(array)).cast("B")
-        hashes = [hashlib.blake2b(data[i:i + CHUNK], digest_size=16).hexdigest() for i in range(0, len(data), CHUNK)]
+        hashes = [_hash(data[i:i + CHUNK]) for i in range(0, len(data), CHUNK)]
         self.folder.mkdir(exist_ok=True)
         for i, name in enumerate(hashes):
             path = self.folder / name
             if not path.exists():
                 with written_whole(path) as tmp:
                     tmp.write_bytes(data[i * CHUNK:(i + 1) * CHUNK])
-                self.written += min(CHUNK, len(data) - i * CHUNK)
         self.used += hashes
-        return _from_chunks, (array.dtype.str, array.shape, hashes)
+        return hashes
+
+    def read(self, hashes: list[str], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """The array stored as ``hashes``, each chunk checked against its name."""
+        out = np.empty(shape, dtype)
+        view = memoryview(out).cast("B")
+        if len(hashes) != -(-len(view) // CHUNK):
+            raise DataError(f"an array of {len(view)} bytes listed as {len(hashes)} chunks")
+        for i, name in enumerate(hashes):
+            piece = view[i * CHUNK:(i + 1) * CHUNK]
+            try:
+                data = (self.folder / str(name)).read_bytes()
+            except OSError as err:
+                raise DataError(f"chunk {name!r} cannot be read ({err.strerror})") from None
+            if len(data) != len(piece) or _hash(data) != name:
+                raise DataError(f"chunk {name!r} does not hold what it was named for (damaged or replaced)")
+            piece[:] = data
+        return out
 
 
-_STORE: contextvars.ContextVar[_Chunks] = contextvars.ContextVar("rlhp_chunk_store")
-
-
-def _zeros(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    """A derived array's stand-in until its part recomputes it."""
-    return np.zeros(shape, dtype)
-
-
-def _from_chunks(dtype: str, shape: tuple[int, ...], hashes: list[str]) -> np.ndarray:
-    """An array read back from the chunk store of the checkpoint being loaded."""
-    out = np.empty(shape, dtype)
-    view, folder = memoryview(out).cast("B"), _STORE.get().folder
-    for i, name in enumerate(hashes):
-        with (folder / name).open("rb") as f:
-            f.readinto(view[i * CHUNK:(i + 1) * CHUNK])
-    return out
-
-
-def _exposed(module: str, name: str) -> type:
-    """A class by the name its module exposes it under (see :meth:`_ChunkingPickler.reducer_override`)."""
-    return getattr(importlib.import_module(module), name)
-
-
-def _exposed_name(cls: type) -> str | None:
-    """The name a class's module exposes it under, where its qualified name leads nowhere (``jax.Array`` says it
-    is ``jaxlib._jax.Array`` of module ``jax``): cloudpickle would store such a class by value, and its properties
-    cannot be set again on load. None for any other class."""
-    module = sys.modules.get(cls.__module__)
-    if module is None or cls.__module__ == "__main__":
-        return None
-    found: Any = module
-    for part in cls.__qualname__.split("."):
-        found = getattr(found, part, None)
-    if found is cls:
-        return None
-    return next((name for name, value in sorted(vars(module).items()) if value is cls), None)
-
-
-def _unpickled(blob: np.ndarray) -> Any:
-    """An object pickled as bytes into the chunk store (see :data:`AS_BYTES`)."""
-    return pickle.loads(blob.tobytes())
-
-
-AS_BYTES = {("mujoco._structs", "MjModel"), ("mujoco._structs", "MjData")}
-"""Types pickled as bytes in the chunk store: MuJoCo pickles a model whole (a data with its model), tens of MB of
-meshes alike in every env copy of a run and every checkpoint; chunked, they are kept once."""
-
-
-class _ChunkingPickler(cloudpickle.Pickler):
-    """A pickler that sends large arrays to the chunk store of the save in progress.
-
-    It is cloudpickle's (SB3 saves its agents' schedules with it too): a JAX agent holds closures (optax's
-    optimisers) and jitted functions that the standard pickler refuses, and cloudpickle stores those by value;
-    whatever can be imported is still stored by reference, and the file loads with the standard unpickler.
-    """
-
-    def reducer_override(self, obj: Any) -> Any:
-        """Large plain arrays go to the chunk store, and the types of :data:`AS_BYTES` as bytes there; a class whose
-        qualified name leads nowhere is stored by the name its module exposes it under; everything else pickles as
-        cloudpickle does."""
-        if type(obj) is np.ndarray and obj.nbytes >= LARGE and not obj.dtype.hasobject:
-            return _STORE.get().store(obj)
-        if (type(obj).__module__, type(obj).__name__) in AS_BYTES:
-            return _unpickled, (np.frombuffer(pickle.dumps(obj), np.uint8),)
-        if isinstance(obj, type) and (name := _exposed_name(obj)) is not None:
-            return _exposed, (obj.__module__, name)
-        return super().reducer_override(obj)
-
-
-_chunking = types.ModuleType("rlhp_chunking_pickle")
-_chunking.Pickler = _ChunkingPickler  # torch.save subclasses pickle_module.Pickler for its tensors
+def _hash(data: bytes | memoryview) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -> Path:
@@ -204,14 +142,13 @@ def _save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -
         (tmp / "state.json").write_text(json.dumps(counters, indent=1))
         (tmp / "config.yaml").write_text(record.config_yaml)
         (tmp / "overrides.yaml").write_text(record.overrides_yaml)
-        chunks = _Chunks(run.chunks_dir, loop.derived_arrays())
-        token = _STORE.set(chunks)
-        try:
-            save_torch({"format": FORMAT, "loop": loop, "random": global_random_state(),
-                        "record": _digest(record.config_yaml, record.overrides_yaml)}, tmp / "resume.pt",
-                        pickle_module=_chunking)
-        finally:
-            _STORE.reset(token)
+        chunks = Chunks(run.chunks_dir)
+        arrays = Arrays({}, chunks, LARGE, loop.derived_arrays())
+        save = Saver(arrays)
+        tree = {"format": FORMAT, "record": _digest(record.config_yaml, record.overrides_yaml),
+                "random": save(global_random_state()), "loop": save(loop)}
+        (tmp / "resume.json").write_text(json.dumps(tree, separators=(",", ":")))
+        np.savez(tmp / "arrays.npz", **arrays.small)
         (tmp / "chunks.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
     return path
 
@@ -223,10 +160,15 @@ def prune_checkpoints(run: RunFolder, keep: int) -> None:
         shutil.rmtree(old)
     if not run.chunks_dir.is_dir():
         return
-    used = {name for path in run.saved_checkpoints() for name in (path / "chunks.txt").read_text().split()}
+    used = {name for path in run.saved_checkpoints() for name in _chunk_list(path)}
     for chunk in run.chunks_dir.iterdir():
         if chunk.name not in used:
             chunk.unlink()
+
+
+def _chunk_list(path: Path) -> list[str]:
+    listed = path / "chunks.txt"
+    return listed.read_text().split() if listed.is_file() else []
 
 
 def _digest(config_yaml: str, overrides_yaml: str) -> str:
@@ -235,32 +177,42 @@ def _digest(config_yaml: str, overrides_yaml: str) -> str:
 
 
 def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
-    """The loop saved in ``path`` (global random state restored), the run's config and its overrides."""
-    token = _STORE.set(_Chunks(RunFolder(path.parent.parent).chunks_dir))  # <run>/checkpoints/<name>
+    """The loop saved in ``path``, built from its config and loaded with its state (global random state restored),
+    the run's config and its overrides."""
+    run = RunFolder(path.parent.parent)  # <run>/checkpoints/<name>
+    if not (path / "resume.json").is_file() and (path / "resume.pt").is_file():
+        raise RunError(f"checkpoint {str(path)!r} is a pickle (resume.pt, written by rlhp 0.1), which this rlhp "
+                       "never loads (a pickle runs whatever code it holds): if you trust who made the run, finish it "
+                       "with the release that wrote it: pip install 'rlhp<0.2'")
     try:
-        # Unpickling imports the parts' libraries; dm_control's composer turns on every DeprecationWarning of
-        # every library for the whole process at its import, so the libraries imported after it (SBX's
-        # tensorflow-probability) would warn on the console. The filters come back after the load, and the
-        # warnings it raised are replayed under them: a fresh run shows the same.
-        with warnings.catch_warnings(record=True) as raised:
-            saved = torch.load(path / "resume.pt", weights_only=False)
-        for each in raised:
-            warnings.warn_explicit(each.message, each.category, each.filename, each.lineno)
         config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
-        cfg, overrides = upgrade(OmegaConf.create(config_yaml), list(OmegaConf.create(overrides_yaml)))
-    except RlhpError:  # a part refused to come back (its data changed): no older checkpoint would do better
-        raise
-    except Exception as err:  # torch.load re-raises whatever unpickling raised
+        tree = json.loads((path / "resume.json").read_text())
+        if not isinstance(tree, dict):
+            raise DataError("resume.json holds no tree")
+        with np.load(path / "arrays.npz", allow_pickle=False) as npz:
+            small = dict(npz)
+    except DataError as err:
+        raise DataError(f"checkpoint {str(path)!r} cannot be read ({err})") from None
+    except Exception as err:  # a damaged or replaced file: JSON's, NumPy's or the OS's error says which
         raise DataError(f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err})") from None
-    finally:
-        _STORE.reset(token)
-    if saved.get("format") != FORMAT:
-        raise DataError(f"checkpoint {str(path)!r} has format {saved.get('format')}, this rlhp reads {FORMAT}")
-    if saved.get("record") != _digest(config_yaml, overrides_yaml):  # half a YAML file often still reads
+    if tree.get("format") != FORMAT:
+        raise DataError(f"checkpoint {str(path)!r} has format {tree.get('format')!r}, this rlhp reads {FORMAT}")
+    if tree.get("record") != _digest(config_yaml, overrides_yaml):  # half a YAML file often still reads
         raise DataError(f"checkpoint {str(path)!r}: its config.yaml or overrides.yaml is not the one it was saved "
                         "with (damaged or edited)")
-    set_global_random_state(saved["random"])
-    return saved["loop"], cfg, overrides
+    cfg, overrides = upgrade(OmegaConf.create(config_yaml), list(OmegaConf.create(overrides_yaml)))
+    loop = compose(cfg, run.path)
+    load = Loader(Arrays(small, Chunks(run.chunks_dir)))
+    try:
+        load(tree.get("loop"), loop, "loop")
+        set_global_random_state(load(tree.get("random"), None, "random"))
+    except RlhpError as err:  # a part refused to come back (its data changed): no older checkpoint would do better
+        if isinstance(err, DataError):
+            raise DataError(f"checkpoint {str(path)!r} cannot be loaded ({err})") from None
+        raise
+    except Exception as err:  # the tree does not fit the parts its config builds
+        raise DataError(f"checkpoint {str(path)!r} cannot be loaded ({type(err).__name__}: {err})") from None
+    return loop, cfg, overrides
 
 
 def latest_loadable(run: RunFolder) -> tuple[Path, Loop, DictConfig, list[str]] | None:

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rlhp.data import FragmentPairs, RankedClips
+from rlhp.data.state import record
 
 
+@record
 @dataclass
 class Ratings:
     """Clips rated since the last gathering, on a scale of 1 to ``scale``: ``clips`` holds one fragment a row (the
@@ -32,6 +34,7 @@ class Ratings:
         return ~np.isnan(self.ratings)
 
 
+@record
 @dataclass
 class Answers:
     """The queries answered since the last gathering.

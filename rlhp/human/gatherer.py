@@ -206,15 +206,13 @@ class HumanGatherer(PreferenceGatherer):
         self.url = self._server.start()
         log.info("label the queries at %s", self.url, extra=CONSOLE)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.update(_stop=None, url=None, _server=None)  # they belong to one process's session
-        return state
+    def save_state(self) -> dict[str, Any]:
+        """All but the session's server, its address and its stop: they belong to one process."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_stop", "url", "_server")}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # A checkpoint from before gold queries judged anyone, or before rankings trained as lists.
-        self.__dict__.update({"min_gold_accuracy": 0.0, "min_gold_answers": 5, "ranking_as": "pairs", **state})
-        self._stop = lambda: False
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s."""
+        self.__dict__.update(state)
 
 
 class AnnotationProcess:

@@ -211,17 +211,10 @@ class WebQuerent(Querent):
         self.renderer.write(pairs, names, self.run.media_dir)
         return ids
 
-    def __getstate__(self) -> dict[str, Any]:
-        # The renderer holds a live env; a checkpoint keeps what builds it again.
-        state = dict(self.__dict__)
-        renderer = state.pop("renderer")
-        state.pop("drawing")  # it may hold a thread of this process; the next publish starts one again
-        state["_renderer_args"] = (renderer.env_config, renderer.width, renderer.fps)
-        return state
+    def save_state(self) -> dict[str, Any]:
+        """All but the renderer (a live env) and the drawing (a thread): the config builds them again."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("renderer", "drawing")}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        env, width, fps = state.pop("_renderer_args")
-        # A checkpoint from before lazy drawing, gold queries or ranking.
-        self.__dict__.update({"prefetch": 6, "gold_rate": 0.0, "gold_labels": 2, "mode": "pairs", "scale": 5,
-                              "rate_share": 1.0, **state})
-        self._start_drawing(ClipRenderer(env, width=width, fps=fps))
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s."""
+        self.__dict__.update(state)

@@ -99,11 +99,6 @@ class PreferenceLearning(RewardLearning):
     """The clips people rated, once some are (then the reward learns from them beside the pairs)."""
     ranking: RankedClips | None = None
     """The ranking people build, as it stands, where it is trained on as a list (then its pairs are not)."""
-    # Class defaults, so that a checkpoint pickled before these existed resumes as it ran: every round.
-    reward_updates: str = "every_round"
-    """When the reward trains (:data:`REWARD_UPDATES`)."""
-    new_labels: bool = False
-    """Whether this round's gathering brought a label (a pair's, a rating or a ranking)."""
 
     def __init__(self, source: TrajectorySource, fragmenter: Fragmenter, querent: Querent,
                  gatherer: PreferenceGatherer, dataset: PreferenceDataset, reward_trainer: RewardTrainer,
@@ -115,6 +110,9 @@ class PreferenceLearning(RewardLearning):
         if reward_updates not in REWARD_UPDATES:
             raise ArgumentError("reward_updates", f"must be one of {', '.join(REWARD_UPDATES)}, got {reward_updates!r}")
         self.reward_updates = reward_updates
+        """When the reward trains (:data:`REWARD_UPDATES`)."""
+        self.new_labels = False
+        """Whether this round's gathering brought a label (a pair's, a rating or a ranking)."""
         self.source, self.fragmenter, self.querent, self.gatherer = source, fragmenter, querent, gatherer
         self.dataset, self.reward_trainer, self.reward_net_config = dataset, reward_trainer, reward_net_config
         self.schedule = schedule

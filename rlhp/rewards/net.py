@@ -92,8 +92,6 @@ class RewardNet(nn.Module):
 
     MAX_MEMBERS = 256
     MAX_WIDTH = 65_536
-    output: str = "linear"
-    """A class default too, so that a net pickled before the option existed resumes as it was trained."""
 
     def __init__(
         self,

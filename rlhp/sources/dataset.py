@@ -90,19 +90,16 @@ class DatasetSource(TrajectorySource):
         self.trajectories = [trajectories[i] for i in self.order[self.n_held:]]
         self._held_out = [trajectories[i] for i in self.order[:self.n_held]]
 
-    def __getstate__(self) -> dict[str, Any]:
-        # A checkpoint keeps the dataset's path and content hash, not its trajectories: they are read again.
+    def save_state(self) -> dict[str, Any]:
+        """The dataset's path and content hash, not its trajectories: the resumed run reads them again."""
         return {k: v for k, v in self.__dict__.items() if k not in ("trajectories", "_held_out")}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        trajectories, _ = self._open()
-        if digest(trajectories) != self.digest:
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s, on the data read when this source was built, if it is the run's."""
+        if state["digest"] != self.digest:
             raise RunError(f"dataset {self.path!r} changed since the run began (its content hash differs); a run "
                            "resumes only on the data it started with: restore it, or start a new run")
-        self._split(trajectories)
-        if isinstance(self._agent, OfflineAgent):  # its transitions are read again, not stored
-            self._agent.transitions = Transitions.of(trajectories)
+        self.__dict__.update(state)  # the split is the one the same seed made when this source was built
 
     def sample(self, steps: int) -> list[Trajectory]:
         """Shuffled episodes covering at least ``steps`` transitions (all of them if fewer)."""

@@ -124,9 +124,13 @@ class OfflineAgent(Agent):
         for name, array in self.learner.arrays().items():
             yield name, torch.from_numpy(np.array(array))
 
-    def __getstate__(self) -> dict[str, Any]:
-        # The transitions are read again from the dataset (see DatasetSource), not stored in checkpoints.
+    def save_state(self) -> dict[str, Any]:
+        """All but the transitions: the resumed run reads them again from the dataset (see DatasetSource)."""
         return {k: v for k, v in self.__dict__.items() if k != "transitions"}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s."""
+        self.__dict__.update(state)
 
 
 def _check_device(device: str) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
@@ -38,15 +36,6 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.deferring = False
         """While true (inside :meth:`deferred`), the agent gets 0 a step and :meth:`pay_deferred` pays later."""
         self._pending: list[tuple[np.ndarray, ...]] = []
-
-    def __getstate__(self) -> dict[str, Any]:
-        # SB3 keeps the class's members here (unpicklable descriptors); they come back from the class.
-        return {k: v for k, v in self.__dict__.items() if k != "class_attributes"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Checkpoints from before deferral, and from before the env's rewards were kept during pre-training.
-        self.__dict__.update({"deferring": False, "_pending": [], "env_rewards_while_intrinsic": [], **state})
-        self.class_attributes = dict(inspect.getmembers(self.__class__))
 
     def reset(self) -> np.ndarray:
         """Reset every env; episodes in progress are dropped from the record."""

@@ -52,10 +52,6 @@ class TemporalCrop:
             20; SURF's 1).
     """
 
-    # Class defaults, so that a crop pickled in a checkpoint before these existed resumes as it ran.
-    min_shorten: int = 0
-    copies: int = 1
-
     def __init__(self, max_shorten: int = 5, min_shorten: int = 0, copies: int = 1) -> None:
         if max_shorten < 1:
             raise ArgumentError("max_shorten", "must be at least 1 (reward_trainer/crop=whole scores whole "

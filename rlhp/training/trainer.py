@@ -109,9 +109,6 @@ class RewardTrainer:
 
     cutpoints: Cutpoints | None = None
     """The rating model's cutpoints, once there are ratings to learn from."""
-    # Class defaults, so that a checkpoint pickled before these existed resumes as it ran.
-    stop_accuracy: float = 1.0
-    bootstrap: bool = True
     WEIGHT_DECAY_RANGE = 100.0
     ENCODE_ONCE_BYTES = 2**30
     JUDGE_CHUNK = 4096

@@ -1,0 +1,542 @@
+"""A run's state as data: a tree of JSON values whose arrays are stored apart, loaded into the parts a config built.
+
+Saving walks the loop's objects and writes what they hold: numbers, strings, lists, dicts, arrays, tensors,
+random generators' states. Code is never written (functions, classes, modules, threads, locks, open files: the
+config builds them again). Loading walks the tree beside the loop that the run's config built anew and puts each
+value into the part at the same place, in place where it can (a list, a dict, a tensor, a generator keep their
+identity, so whatever else holds them sees the loaded values). No object is built from a name in the file except
+the plain records registered with :func:`record` (a trajectory, a batch of fragment pairs): a crafted file can set
+data, never run code.
+
+A part that holds more than its attributes say (an emulator's state, a dataset read from a path) says what it
+saves with ``save_state() -> dict`` and takes it back with ``load_state(state)`` (:class:`Stateful`).
+
+Node forms (each non-scalar node is a one-key JSON object, with ``id`` where another place may share it, and a
+later place sharing it is ``{"ref": id}``): ``list``, ``tuple``, ``dict`` (string keys) or ``items`` (other keys),
+``set``, ``deque``, ``bytes`` (base64), ``path``, ``array`` (a name in ``arrays.npz``, or ``chunks`` with ``dtype`` and
+``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its ``dtype``), ``tensor``, ``jax``, ``generator``,
+``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``) and ``skip``
+(code, built again by the config).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import functools
+import io
+import logging
+import pathlib
+import random
+import sys
+import threading
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rlhp.errors import DataError
+
+RECORDS: dict[str, type] = {}
+"""The classes a checkpoint may make new instances of, by name: plain records, built without running their code."""
+
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+"""NumPy's bit generators a saved generator may name."""
+
+
+def record(cls: type) -> type:
+    """Register ``cls`` as a plain record a checkpoint may hold new instances of (its attributes are data)."""
+    if RECORDS.setdefault(cls.__name__, cls) is not cls:
+        raise TypeError(f"two records named {cls.__name__}")
+    return cls
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A part that says what it saves, instead of its attributes."""
+
+    def save_state(self) -> dict[str, Any]:
+        """What to save: data (and parts, which are saved in turn)."""
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back what :meth:`save_state` returned (loaded into the part's own values where they exist)."""
+
+
+class _Skip:
+    """A value the file does not hold (code): the freshly built part keeps its own."""
+
+
+SKIP = _Skip()
+
+_CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.BuiltinMethodType, type,
+         types.ModuleType, functools.partial, staticmethod, classmethod, property, io.IOBase, logging.Logger,
+         logging.Handler, weakref.ReferenceType, threading.Thread, type(threading.Lock()), type(threading.RLock()),
+         threading.Event, threading.Condition, types.GeneratorType, types.CodeType, types.MethodWrapperType,
+         types.WrapperDescriptorType, types.MappingProxyType, types.GetSetDescriptorType,
+         types.MemberDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
+"""Values a checkpoint never holds: code and what belongs to one process (threads, locks, open files, loggers)."""
+
+_CODE_MODULES = ("jaxlib", "jax._src", "subprocess", "multiprocessing", "socket", "sqlite3", "_thread", "queue",
+                 "concurrent", "asyncio", "uvicorn", "mujoco.renderer", "OpenGL", "mujoco.egl", "mujoco.glfw",
+                 "ctypes", "dm_control._render", "pygame", "tqdm", "rich", "ale_py._ale_py",
+                 "gymnasium.envs.mujoco.mujoco_rendering")
+"""Modules whose objects are code or live resources (a jitted function, a process, a connection, a GL context)."""
+
+
+DERIVED_ATTRIBUTES = frozenset({"class_attributes"})
+"""Attributes no part's state holds: SB3's vectorised-env wrappers keep their class's members in
+``class_attributes``, which the class gives back."""
+
+
+def _is_code(obj: Any) -> bool:
+    if isinstance(obj, _CODE):
+        return True
+    module = type(obj).__module__ or ""
+    return module.startswith(_CODE_MODULES) and not _is_jax_array(obj)
+
+
+def _is_jax_array(obj: Any) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(obj, jax.Array)
+
+
+def _is_pytree_node(obj: Any) -> bool:
+    """A JAX pytree of a class of its own (a Flax train state): saved as its leaves, rebuilt on the fresh one."""
+    if not type(obj).__module__.startswith(("flax", "optax", "chex", "sbx")):
+        return False
+    import jax
+
+    return jax.tree_util.tree_structure(obj).num_nodes > 1
+
+
+def _qualname(obj: Any) -> str:
+    return type(obj).__qualname__
+
+
+class Arrays:
+    """Where a save puts the arrays of its tree, and a load finds them: small ones by name, large ones elsewhere
+    (see :class:`rlhp.experiment.checkpoints.Chunks`)."""
+
+    def __init__(self, small: dict[str, np.ndarray], large: Any = None, large_bytes: int = 1 << 16,
+                 derived: Any = ()) -> None:
+        self.small, self.large, self.large_bytes = small, large, large_bytes
+        self.derived = {id(a) for a in derived}
+
+    def put(self, array: np.ndarray) -> dict[str, Any]:
+        """The node that finds ``array`` again."""
+        if array.dtype.hasobject:
+            raise DataError(f"an array of Python objects ({array.shape}) cannot be saved as data")
+        if id(array) in self.derived:
+            return {"zeros": array.dtype.str, "shape": list(array.shape)}
+        if self.large is not None and array.nbytes >= self.large_bytes:
+            return {"chunks": self.large.store(array), "dtype": array.dtype.str, "shape": list(array.shape)}
+        name = f"a{len(self.small)}"
+        self.small[name] = array
+        return {"array": name}
+
+    def get(self, node: dict[str, Any]) -> np.ndarray:
+        """The array a node of :meth:`put` finds."""
+        if "zeros" in node:
+            return np.zeros(node["shape"], _dtype(node["zeros"]))
+        if "chunks" in node:
+            return self.large.read(node["chunks"], _dtype(node["dtype"]), tuple(node["shape"]))
+        try:
+            return self.small[node["array"]]
+        except KeyError:
+            raise DataError(f"array {node['array']!r} is missing from arrays.npz") from None
+
+
+def _dtype(name: str) -> np.dtype:
+    dtype = np.dtype(name)
+    if dtype.hasobject:
+        raise DataError(f"arrays of Python objects ({name}) are not data")
+    return dtype
+
+
+class Saver:
+    """Turns objects into a tree (one save: shared objects are written once and referred to after)."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        self.arrays = arrays
+        self.ids: dict[int, int] = {}
+        self.kept: list[Any] = []  # what the ids belong to stays alive until the save ends (ids are not reused)
+
+    def __call__(self, obj: Any) -> Any:
+        """The node of ``obj``."""
+        if obj is None or isinstance(obj, (bool, int, float, str)) and type(obj) in (bool, int, float, str):
+            return obj
+        if id(obj) in self.ids:
+            return {"ref": self.ids[id(obj)]}
+        node = self._node(obj)
+        if isinstance(node, dict) and "skip" not in node:
+            self.ids[id(obj)] = node["id"] = len(self.ids)
+            self.kept.append(obj)
+        return node
+
+    def _node(self, obj: Any) -> Any:
+        handler = self._handler(obj)
+        return handler(obj)
+
+    def _handler(self, obj: Any) -> Callable[[Any], Any]:
+        if type(obj) is tuple:  # a named tuple is an object (its class is part of it)
+            return functools.partial(Saver._sequence, self)
+        for kind, handler in self._TYPED:
+            if isinstance(obj, kind):
+                return functools.partial(handler, self)
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(obj, (torch.Tensor, torch.optim.Optimizer, torch.Generator,
+                                                  torch.dtype, torch.device)):
+            return functools.partial(Saver._torch, self)
+        if torch is not None and isinstance(obj, torch.distributions.Distribution):
+            return lambda o: {"skip": _qualname(o)}  # the last forward pass's, made again by the next one
+        if _is_jax_array(obj):
+            return lambda a: {"jax": self.arrays.put(np.asarray(a))}
+        if _is_code(obj):
+            return lambda o: {"skip": _qualname(o)}
+        if (type(obj).__module__, type(obj).__name__) == ("mujoco._structs", "MjData"):
+            return functools.partial(Saver._mjdata, self)
+        if (type(obj).__module__, type(obj).__name__) == ("mujoco._structs", "MjModel"):
+            return lambda o: {"skip": "MjModel"}  # built again from the env's config
+        if _is_pytree_node(obj):
+            import jax
+
+            return lambda o: {"pytree": [self(leaf) for leaf in jax.tree_util.tree_leaves(o)]}
+        return functools.partial(Saver._object, self)
+
+    def _sequence(self, obj: Any) -> dict[str, Any]:
+        kind = "tuple" if isinstance(obj, tuple) else "set" if isinstance(obj, (set, frozenset)) else "list"
+        return {kind: [self(item) for item in obj]}
+
+    def _deque(self, obj: collections.deque) -> dict[str, Any]:
+        return {"deque": [self(item) for item in obj], "maxlen": obj.maxlen}
+
+    def _dict(self, obj: dict) -> dict[str, Any]:
+        if all(type(k) is str for k in obj):
+            return {"dict": {k: self(v) for k, v in obj.items()}}
+        return {"items": [[self(k), self(v)] for k, v in obj.items()]}
+
+    def _array(self, obj: np.ndarray) -> dict[str, Any]:
+        return {"ndarray": self.arrays.put(obj)}
+
+    def _scalar(self, obj: np.generic) -> dict[str, Any]:
+        return {"scalar": obj.item(), "dtype": obj.dtype.str}
+
+    def _generator(self, obj: np.random.Generator) -> dict[str, Any]:
+        return {"generator": self(obj.bit_generator.state)}
+
+    def _random_state(self, obj: np.random.RandomState) -> dict[str, Any]:
+        return {"randomstate": self(obj.get_state(legacy=False))}
+
+    def _random(self, obj: random.Random) -> dict[str, Any]:
+        return {"random": self(obj.getstate())}
+
+    def _bytes(self, obj: bytes) -> dict[str, Any]:
+        return {"bytes": base64.b64encode(obj).decode()}
+
+    def _path(self, obj: pathlib.PurePath) -> dict[str, Any]:
+        return {"path": str(obj)}
+
+    def _np_dtype(self, obj: np.dtype) -> dict[str, Any]:
+        return {"npdtype": obj.str}
+
+    def _torch(self, obj: Any) -> dict[str, Any]:
+        import torch
+
+        if isinstance(obj, torch.Tensor):
+            data = obj.detach().cpu()
+            return {"tensor": self.arrays.put(data.numpy()), "parameter": isinstance(obj, torch.nn.Parameter),
+                    "requires_grad": obj.requires_grad}
+        if isinstance(obj, torch.optim.Optimizer):
+            return {"optimizer": self(obj.state_dict())}
+        if isinstance(obj, torch.Generator):
+            return {"torch_generator": self.arrays.put(obj.get_state().numpy())}
+        return {"torch": str(obj)}
+
+    def _mjdata(self, obj: Any) -> dict[str, Any]:
+        import mujoco
+
+        kind = mujoco.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mujoco.mj_stateSize(obj.model, kind))
+        mujoco.mj_getState(obj.model, obj, state, kind)
+        return {"mjdata": self.arrays.put(state)}
+
+    def _object(self, obj: Any) -> dict[str, Any]:
+        if isinstance(obj, Stateful):
+            state = obj.save_state()
+        elif hasattr(obj, "__dict__"):
+            state = {k: v for k, v in vars(obj).items() if not k.startswith("__") and k not in DERIVED_ATTRIBUTES}
+        elif isinstance(obj, tuple):
+            state = {}
+        else:
+            raise DataError(f"a {type(obj).__module__}.{_qualname(obj)} holds no attributes to save as data")
+        node: dict[str, Any] = {"object": _qualname(obj)}
+        if isinstance(obj, tuple):  # a named tuple
+            node["fields"] = [self(item) for item in obj]
+        node["state"] = {}
+        for key, value in state.items():
+            try:
+                node["state"][key] = self(value)
+            except DataError as err:  # the path to what cannot be saved, from the loop down
+                raise DataError(f".{key}{'' if str(err).startswith(('.', ':')) else ': '}{err}") from None
+        return node
+
+    _TYPED: tuple[tuple[type | tuple[type, ...], Callable[..., Any]], ...] = (
+        (np.ndarray, _array), (np.generic, _scalar), (np.random.Generator, _generator),
+        (np.random.RandomState, _random_state), (random.Random, _random), ((bytes, bytearray), _bytes),
+        (np.dtype, _np_dtype), (pathlib.PurePath, _path), (collections.deque, _deque), ((list, set, frozenset), _sequence),
+        (dict, _dict))
+
+
+class Loader:
+    """Puts a tree back into the parts a config built (one load: shared objects come back shared)."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        self.arrays = arrays
+        self.done: dict[int, Any] = {}
+        self.claimed: dict[int, Any] = {}  # a fresh value's id -> the node loaded into it
+
+    def __call__(self, node: Any, fresh: Any = None, where: str = "") -> Any:
+        """The value of ``node``, loaded into ``fresh`` (the freshly built value at the same place) where it can."""
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            raise DataError(f"{where or 'the tree'}: a bare list is not a node")
+        if "ref" in node:
+            try:
+                return self.done[node["ref"]]
+            except (KeyError, TypeError):
+                raise DataError(f"{where}: refers to {node['ref']!r}, which nothing before it defined") from None
+        kinds = [k for k in node if k != "id" and k in _LOADERS]
+        if len(kinds) != 1:
+            raise DataError(f"{where or 'the tree'}: not a node of the state format ({sorted(node)[:4]})")
+        # (The fresh value is kept with its claim: its id stays its own until the load ends.)
+        if fresh is not None and self.claimed.setdefault(id(fresh), (node.get("id"), fresh))[0] != node.get("id"):
+            fresh = None  # one fresh value the config shares, two in the file: this one is made anew
+        value = _LOADERS[kinds[0]](self, node, fresh, where)
+        if "id" in node:
+            self.done[node["id"]] = value
+        return value
+
+    def _get(self, ref: Any, where: str) -> np.ndarray:
+        """The array a node refers to (see :meth:`Arrays.get`), a problem with it said where it was."""
+        try:
+            return self.arrays.get(ref)
+        except DataError as err:
+            raise DataError(f"{where}: {err}") from None
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(f"{where}: not an array's place ({type(err).__name__}: {err})") from None
+
+    def _early(self, node: dict[str, Any], value: Any) -> None:
+        """Register a mutable value before its items load (an item may refer back to it)."""
+        if "id" in node:
+            self.done[node["id"]] = value
+
+    def _list(self, node: dict[str, Any], fresh: Any, where: str) -> list:
+        target = fresh if type(fresh) is list else []
+        self._early(node, target)
+        old = list(target)
+        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]") for i, item in enumerate(node["list"])]
+        target[:] = [old[i] if item is SKIP and i < len(old) else item for i, item in enumerate(items)]
+        return target
+
+    def _tuple(self, node: dict[str, Any], fresh: Any, where: str) -> tuple:
+        old = fresh if isinstance(fresh, tuple) else ()
+        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]") for i, item in enumerate(node["tuple"])]
+        return tuple(old[i] if item is SKIP and i < len(old) else item for i, item in enumerate(items))
+
+    def _set(self, node: dict[str, Any], fresh: Any, where: str) -> set:
+        items = {self(item, None, where) for item in node["set"]}
+        if isinstance(fresh, set):
+            fresh.clear()
+            fresh.update(items)
+            return fresh
+        return frozenset(items) if isinstance(fresh, frozenset) else items
+
+    def _deque(self, node: dict[str, Any], fresh: Any, where: str) -> collections.deque:
+        target = fresh if isinstance(fresh, collections.deque) and fresh.maxlen == node["maxlen"] \
+            else collections.deque(maxlen=node["maxlen"])
+        self._early(node, target)
+        old = list(target)
+        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]")
+                 for i, item in enumerate(node["deque"])]
+        target.clear()
+        target.extend(items)
+        return target
+
+    def _dict(self, node: dict[str, Any], fresh: Any, where: str) -> dict:
+        target = fresh if isinstance(fresh, dict) else {}
+        self._early(node, target)
+        if "dict" in node:
+            pairs = [(k, v) for k, v in node["dict"].items()]
+        else:
+            pairs = [(self(k, None, where), v) for k, v in node["items"]]
+        values = {}
+        for k, v in pairs:
+            value = self(v, target.get(k), f"{where}[{k!r}]")
+            if value is not SKIP:
+                values[k] = value
+            elif k in target:
+                values[k] = target[k]
+        target.clear()
+        target.update(values)
+        return target
+
+    def _ndarray(self, node: dict[str, Any], fresh: Any, where: str) -> np.ndarray:
+        array = self._get(node["ndarray"], where)
+        if type(fresh) is np.ndarray and fresh.shape == array.shape and fresh.dtype == array.dtype \
+                and fresh.flags.writeable:
+            fresh[...] = array  # in place: views of it (a buffer's columns) see the loaded values
+            return fresh
+        return array
+
+    def _scalar(self, node: dict[str, Any], fresh: Any, where: str) -> np.generic:
+        return _dtype(node["dtype"]).type(node["scalar"])
+
+    def _generator(self, node: dict[str, Any], fresh: Any, where: str) -> np.random.Generator:
+        state = self(node["generator"], None, where)
+        name = state.get("bit_generator") if isinstance(state, dict) else None
+        if name not in BIT_GENERATORS:
+            raise DataError(f"{where}: a random generator of an unknown kind ({name!r})")
+        target = fresh if isinstance(fresh, np.random.Generator) and type(fresh.bit_generator).__name__ == name \
+            else np.random.Generator(getattr(np.random, name)())
+        target.bit_generator.state = state
+        return target
+
+    def _randomstate(self, node: dict[str, Any], fresh: Any, where: str) -> np.random.RandomState:
+        target = fresh if isinstance(fresh, np.random.RandomState) else np.random.RandomState()
+        target.set_state(self(node["randomstate"], None, where))
+        return target
+
+    def _random(self, node: dict[str, Any], fresh: Any, where: str) -> random.Random:
+        target = fresh if isinstance(fresh, random.Random) else random.Random()
+        target.setstate(self(node["random"], None, where))
+        return target
+
+    def _bytes(self, node: dict[str, Any], fresh: Any, where: str) -> bytes:
+        return base64.b64decode(node["bytes"])
+
+    def _path(self, node: dict[str, Any], fresh: Any, where: str) -> pathlib.Path:
+        return pathlib.Path(node["path"])
+
+    def _npdtype(self, node: dict[str, Any], fresh: Any, where: str) -> np.dtype:
+        return _dtype(node["npdtype"])
+
+    def _tensor(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import torch
+
+        array = self._get(node["tensor"], where)
+        if isinstance(fresh, torch.Tensor) and tuple(fresh.shape) == array.shape \
+                and fresh.dtype == torch.from_numpy(np.empty(0, array.dtype)).dtype:
+            with torch.no_grad():
+                fresh.copy_(torch.from_numpy(array))
+            return fresh
+        tensor = torch.from_numpy(np.array(array))
+        if isinstance(fresh, torch.Tensor):
+            tensor = tensor.to(fresh.device)
+        if node.get("parameter"):
+            return torch.nn.Parameter(tensor, requires_grad=bool(node.get("requires_grad")))
+        return tensor.requires_grad_(bool(node.get("requires_grad")))
+
+    def _optimizer(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import torch
+
+        if not isinstance(fresh, torch.optim.Optimizer):
+            raise DataError(f"{where}: holds an optimiser, where this config builds {_qualname(fresh)}")
+        fresh.load_state_dict(self(node["optimizer"], None, where))
+        return fresh
+
+    def _torch_generator(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import torch
+
+        target = fresh if isinstance(fresh, torch.Generator) else torch.Generator()
+        target.set_state(torch.from_numpy(np.array(self._get(node["torch_generator"], where))))
+        return target
+
+    def _torch_value(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import torch
+
+        if isinstance(fresh, (torch.dtype, torch.device)) and str(fresh) == node["torch"]:
+            return fresh
+        if node["torch"].startswith("torch."):
+            dtype = getattr(torch, node["torch"][6:], None)
+            if isinstance(dtype, torch.dtype):
+                return dtype
+        return torch.device(node["torch"])
+
+    def _jax(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import jax.numpy as jnp
+
+        return jnp.asarray(self._get(node["jax"], where))
+
+    def _pytree(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import jax
+
+        if fresh is None or not _is_pytree_node(fresh):
+            raise DataError(f"{where}: holds a JAX tree, where this config builds {_qualname(fresh)}")
+        leaves, tree = jax.tree_util.tree_flatten(fresh)
+        saved = node["pytree"]
+        if len(saved) != len(leaves):
+            raise DataError(f"{where}: holds {len(saved)} arrays, where this config's {_qualname(fresh)} has "
+                            f"{len(leaves)}")
+        return jax.tree_util.tree_unflatten(tree, [self(s, f, f"{where}[{i}]")
+                                                   for i, (s, f) in enumerate(zip(saved, leaves, strict=True))])
+
+    def _mjdata(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        import mujoco
+
+        if (type(fresh).__module__, type(fresh).__name__) != ("mujoco._structs", "MjData"):
+            raise DataError(f"{where}: holds a MuJoCo simulation, where this config builds {_qualname(fresh)}")
+        state = self._get(node["mjdata"], where)
+        kind = mujoco.mjtState.mjSTATE_INTEGRATION
+        if len(state) != mujoco.mj_stateSize(fresh.model, kind):
+            raise DataError(f"{where}: a MuJoCo state of {len(state)} numbers, where this model's has "
+                            f"{mujoco.mj_stateSize(fresh.model, kind)}")
+        mujoco.mj_setState(fresh.model, fresh, np.asarray(state, np.float64), kind)
+        return fresh
+
+    def _skip(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        return SKIP
+
+    def _object(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        name = node["object"]
+        if fresh is not None and _qualname(fresh) == name:
+            target = fresh
+        elif name in RECORDS:
+            target = object.__new__(RECORDS[name]) if "fields" not in node else None
+        else:
+            built = "nothing" if fresh is None else f"a {_qualname(fresh)}"
+            raise DataError(f"{where or 'the loop'}: holds a {name}, where this config builds {built}")
+        state = node.get("state")
+        if not isinstance(state, dict) or any(not isinstance(k, str) or k.startswith("__") for k in state):
+            raise DataError(f"{where}: the state of a {name} must map attribute names to values")
+        if "fields" in node:  # a named tuple: immutable, so made anew from the fresh one's type
+            kind = type(fresh) if target is not None else RECORDS[name]
+            old = tuple(fresh) if target is not None else ()
+            items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]")
+                     for i, item in enumerate(node["fields"])]
+            return kind(*[old[i] if v is SKIP else v for i, v in enumerate(items)])
+        self._early(node, target)
+        current = target.save_state() if isinstance(target, Stateful) and target is fresh else \
+            (vars(target) if hasattr(target, "__dict__") else {})
+        values = {}
+        for key, value in state.items():
+            loaded = self(value, current.get(key), f"{where}.{key}")
+            if loaded is not SKIP:
+                values[key] = loaded
+        if isinstance(target, Stateful):
+            target.load_state(values)
+        else:
+            vars(target).update(values)
+        return target
+
+
+_LOADERS: dict[str, Callable[[Loader, dict[str, Any], Any, str], Any]] = {
+    "list": Loader._list, "tuple": Loader._tuple, "set": Loader._set, "deque": Loader._deque,
+    "dict": Loader._dict, "items": Loader._dict, "ndarray": Loader._ndarray, "scalar": Loader._scalar,
+    "generator": Loader._generator, "randomstate": Loader._randomstate, "random": Loader._random,
+    "bytes": Loader._bytes, "path": Loader._path, "npdtype": Loader._npdtype, "tensor": Loader._tensor, "optimizer": Loader._optimizer,
+    "torch_generator": Loader._torch_generator, "torch": Loader._torch_value, "jax": Loader._jax,
+    "pytree": Loader._pytree, "mjdata": Loader._mjdata, "skip": Loader._skip, "object": Loader._object}
+"""Each node kind's loader, by its key."""
