@@ -72,7 +72,7 @@ def saved_state(original: object) -> Callable[[T], T]:
     tree = json.loads(json.dumps(Saver(arrays)(original)))
 
     def load(fresh: T) -> T:
-        Loader(arrays)(tree, fresh, "part")
+        Loader(arrays).load(tree, fresh, "part")
         return fresh
 
     return load

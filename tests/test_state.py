@@ -53,7 +53,7 @@ def test_a_part_loaded_into_a_fresh_one_steps_on_as_the_original():
     tree, arrays = through_json(original)
     fresh = Part(seed=99)
     net_weight, rule = fresh.net.weight, fresh.rule
-    Loader(arrays)(tree, fresh, "part")
+    Loader(arrays).load(tree, fresh, "part")
     # In place: the optimiser still holds the net's own tensors, the code is the fresh part's own.
     assert fresh.net.weight is net_weight and fresh.rule is rule and fresh.also_seen is fresh.seen
     for part in (original, fresh):

@@ -7,7 +7,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlhp.data.state import record
+
 SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of those"
+
+for _space in (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
+               gym.spaces.Dict, gym.spaces.Tuple):
+    record(_space)  # plain data: an env may make one during a run (Meta-World's observation space, at reset)
 
 
 def _bound(values: np.ndarray) -> Any:

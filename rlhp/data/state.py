@@ -13,16 +13,17 @@ saves with ``save_state() -> dict`` and takes it back with ``load_state(state)``
 
 Node forms (each non-scalar node is a one-key JSON object, with ``id`` where another place may share it, and a
 later place sharing it is ``{"ref": id}``): ``list``, ``tuple``, ``dict`` (string keys) or ``items`` (other keys),
-``set``, ``deque``, ``bytes`` (base64), ``path``, ``array`` (a name in ``arrays.npz``, or ``chunks`` with ``dtype`` and
-``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its ``dtype``), ``tensor``, ``jax``, ``generator``,
-``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``) and ``skip``
-(code, built again by the config).
+``set``, ``deque``, ``bytes`` (base64), ``enum``, ``path``, ``ndarray`` (a name in ``arrays.npz``, or ``chunks``
+with ``dtype`` and ``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its ``dtype``), ``tensor``, ``jax``,
+``generator``, ``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``)
+and ``skip`` (code, built again by the config). docs/runs.md describes each for a reader without rlhp.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import enum
 import functools
 import io
 import logging
@@ -81,8 +82,9 @@ _CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.
 _CODE_MODULES = ("jaxlib", "jax._src", "subprocess", "multiprocessing", "socket", "sqlite3", "_thread", "queue",
                  "concurrent", "asyncio", "uvicorn", "mujoco.renderer", "OpenGL", "mujoco.egl", "mujoco.glfw",
                  "ctypes", "dm_control._render", "pygame", "tqdm", "rich", "ale_py._ale_py",
-                 "gymnasium.envs.mujoco.mujoco_rendering")
-"""Modules whose objects are code or live resources (a jitted function, a process, a connection, a GL context)."""
+                 "gymnasium.envs.mujoco.mujoco_rendering", "dm_control.mujoco.index")
+"""Modules whose objects are code, live resources (a jitted function, a process, a connection, a GL context) or views
+a model's build makes again (dm_control's named indexers)."""
 
 
 DERIVED_ATTRIBUTES = frozenset({"class_attributes"})
@@ -235,6 +237,9 @@ class Saver:
     def _bytes(self, obj: bytes) -> dict[str, Any]:
         return {"bytes": base64.b64encode(obj).decode()}
 
+    def _enum(self, obj: enum.Enum) -> dict[str, Any]:
+        return {"enum": _qualname(obj), "value": self(obj.value)}
+
     def _path(self, obj: pathlib.PurePath) -> dict[str, Any]:
         return {"path": str(obj)}
 
@@ -285,8 +290,8 @@ class Saver:
     _TYPED: tuple[tuple[type | tuple[type, ...], Callable[..., Any]], ...] = (
         (np.ndarray, _array), (np.generic, _scalar), (np.random.Generator, _generator),
         (np.random.RandomState, _random_state), (random.Random, _random), ((bytes, bytearray), _bytes),
-        (np.dtype, _np_dtype), (pathlib.PurePath, _path), (collections.deque, _deque), ((list, set, frozenset), _sequence),
-        (dict, _dict))
+        (enum.Enum, _enum), (np.dtype, _np_dtype), (pathlib.PurePath, _path), (collections.deque, _deque),
+        ((list, set, frozenset), _sequence), (dict, _dict))
 
 
 class Loader:
@@ -296,6 +301,16 @@ class Loader:
         self.arrays = arrays
         self.done: dict[int, Any] = {}
         self.claimed: dict[int, Any] = {}  # a fresh value's id -> the node loaded into it
+        self.optimisers: list[tuple[Any, Any]] = []
+
+    def load(self, tree: Any, fresh: Any = None, where: str = "") -> Any:
+        """The value of a whole tree, loaded into ``fresh``: optimisers last, once every part has made the
+        parameters they optimise (a part may add some as it loads, as the rating model's cutpoints)."""
+        value = self(tree, fresh, where)
+        for optimiser, state in self.optimisers:
+            optimiser.load_state_dict(state)
+        self.optimisers.clear()
+        return value
 
     def __call__(self, node: Any, fresh: Any = None, where: str = "") -> Any:
         """The value of ``node``, loaded into ``fresh`` (the freshly built value at the same place) where it can."""
@@ -417,6 +432,11 @@ class Loader:
     def _bytes(self, node: dict[str, Any], fresh: Any, where: str) -> bytes:
         return base64.b64decode(node["bytes"])
 
+    def _enum(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
+        value = self(node["value"], None, where)
+        # Without a fresh member of its class to say which class, it is its value (an IntEnum's number still equals it).
+        return type(fresh)(value) if isinstance(fresh, enum.Enum) and _qualname(fresh) == node["enum"] else value
+
     def _path(self, node: dict[str, Any], fresh: Any, where: str) -> pathlib.Path:
         return pathlib.Path(node["path"])
 
@@ -444,7 +464,7 @@ class Loader:
 
         if not isinstance(fresh, torch.optim.Optimizer):
             raise DataError(f"{where}: holds an optimiser, where this config builds {_qualname(fresh)}")
-        fresh.load_state_dict(self(node["optimizer"], None, where))
+        self.optimisers.append((fresh, self(node["optimizer"], None, where)))
         return fresh
 
     def _torch_generator(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
@@ -480,8 +500,8 @@ class Loader:
         if len(saved) != len(leaves):
             raise DataError(f"{where}: holds {len(saved)} arrays, where this config's {_qualname(fresh)} has "
                             f"{len(leaves)}")
-        return jax.tree_util.tree_unflatten(tree, [self(s, f, f"{where}[{i}]")
-                                                   for i, (s, f) in enumerate(zip(saved, leaves, strict=True))])
+        loaded = [self(s, f, f"{where}[{i}]") for i, (s, f) in enumerate(zip(saved, leaves, strict=True))]
+        return jax.tree_util.tree_unflatten(tree, [f if v is SKIP else v for v, f in zip(loaded, leaves, strict=True)])
 
     def _mjdata(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
         import mujoco
@@ -493,7 +513,12 @@ class Loader:
         if len(state) != mujoco.mj_stateSize(fresh.model, kind):
             raise DataError(f"{where}: a MuJoCo state of {len(state)} numbers, where this model's has "
                             f"{mujoco.mj_stateSize(fresh.model, kind)}")
-        mujoco.mj_setState(fresh.model, fresh, np.asarray(state, np.float64), kind)
+        state = np.asarray(state, np.float64)
+        mujoco.mj_setState(fresh.model, fresh, state, kind)
+        # What a step computes from the state (positions, contacts): dm_control's step reads the last step's. The
+        # state is set again after: computing it moved the solver's warm start, which the next step starts from.
+        mujoco.mj_forward(fresh.model, fresh)
+        mujoco.mj_setState(fresh.model, fresh, state, kind)
         return fresh
 
     def _skip(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
@@ -536,7 +561,8 @@ _LOADERS: dict[str, Callable[[Loader, dict[str, Any], Any, str], Any]] = {
     "list": Loader._list, "tuple": Loader._tuple, "set": Loader._set, "deque": Loader._deque,
     "dict": Loader._dict, "items": Loader._dict, "ndarray": Loader._ndarray, "scalar": Loader._scalar,
     "generator": Loader._generator, "randomstate": Loader._randomstate, "random": Loader._random,
-    "bytes": Loader._bytes, "path": Loader._path, "npdtype": Loader._npdtype, "tensor": Loader._tensor, "optimizer": Loader._optimizer,
+    "bytes": Loader._bytes, "enum": Loader._enum, "path": Loader._path,
+    "npdtype": Loader._npdtype, "tensor": Loader._tensor, "optimizer": Loader._optimizer,
     "torch_generator": Loader._torch_generator, "torch": Loader._torch_value, "jax": Loader._jax,
     "pytree": Loader._pytree, "mjdata": Loader._mjdata, "skip": Loader._skip, "object": Loader._object}
 """Each node kind's loader, by its key."""

@@ -204,8 +204,8 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
     loop = compose(cfg, run.path)
     load = Loader(Arrays(small, Chunks(run.chunks_dir)))
     try:
-        load(tree.get("loop"), loop, "loop")
-        set_global_random_state(load(tree.get("random"), None, "random"))
+        load.load(tree.get("loop"), loop, "loop")
+        set_global_random_state(load.load(tree.get("random"), None, "random"))
     except RlhpError as err:  # a part refused to come back (its data changed): no older checkpoint would do better
         if isinstance(err, DataError):
             raise DataError(f"checkpoint {str(path)!r} cannot be loaded ({err})") from None

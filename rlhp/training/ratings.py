@@ -12,15 +12,19 @@ from the pairs'.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlhp.data.state import record
+
 FAR = 1e4
 """Stands for an infinite cutpoint (below the lowest rating, above the highest) where infinity would give NaN."""
 
 
+@record
 class Cutpoints(nn.Module):
     """Each ensemble member's K - 1 increasing cutpoints: the first free, the gaps after it positive (softplus).
     They start a unit apart around 0."""
@@ -30,6 +34,17 @@ class Cutpoints(nn.Module):
         self.scale = scale
         self.first = nn.Parameter(torch.full((members, 1), -(scale - 2) / 2))
         self.gaps = nn.Parameter(torch.full((members, scale - 2), math.log(math.e - 1)))  # softplus gives 1
+
+    def save_state(self) -> dict[str, Any]:
+        """Its scale and its two parameters' values (a checkpoint makes it anew from them)."""
+        return {"scale": self.scale, "first": self.first.detach(), "gaps": self.gaps.detach()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Made anew (the rating model's first ratings came after the run was built): built from the saved shapes,
+        then given the saved values."""
+        nn.Module.__init__(self)
+        self.scale = state["scale"]
+        self.first, self.gaps = nn.Parameter(state["first"]), nn.Parameter(state["gaps"])
 
     def forward(self) -> torch.Tensor:
         """The cutpoints, (members, scale - 1), increasing along the last axis."""

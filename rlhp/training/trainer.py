@@ -287,6 +287,23 @@ class RewardTrainer:
         return [self._rating_pass(c, raw) if isinstance(c, RatingDataset) else self._ranking_pass(c, raw)
                 for c, raw in clips]
 
+    def _optimise_cutpoints(self) -> None:
+        # Free of weight decay: it would pull the cutpoints together, not the net's weights towards 0.
+        self.optimizer.add_param_group({"params": list(self.cutpoints.parameters()), "weight_decay": 0.0})
+
+    def save_state(self) -> dict[str, Any]:
+        """Its attributes (see :mod:`rlhp.data.state`)."""
+        return dict(self.__dict__)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`save_state`'s; cutpoints made since the run was built join the optimiser (whose saved
+        state a checkpoint loads last, so it finds them there)."""
+        made = self.cutpoints is None and state.get("cutpoints") is not None
+        self.__dict__.update(state)
+        if made:
+            self.cutpoints.to(self.net.device)
+            self._optimise_cutpoints()
+
     def _members_sample(self, n: int) -> np.ndarray:
         """Each member's bootstrap sample of ``n`` rows, (members, n): the rows in order for a single net."""
         return self.rng.integers(0, n, (self.net.members, n)) if self.net.members > 1 else np.arange(n)[None]
@@ -297,8 +314,7 @@ class RewardTrainer:
         device, members = self.net.device, self.net.members
         if self.cutpoints is None:
             self.cutpoints = Cutpoints(members, ratings.scale).to(device)
-            # Free of weight decay: it would pull the cutpoints together, not the net's weights towards 0.
-            self.optimizer.add_param_group({"params": list(self.cutpoints.parameters()), "weight_decay": 0.0})
+            self._optimise_cutpoints()
         elif self.cutpoints.scale != ratings.scale:
             raise ValueError(f"ratings on a scale of 1 to {ratings.scale} cannot join those on 1 to "
                              f"{self.cutpoints.scale}")
