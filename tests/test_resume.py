@@ -418,7 +418,7 @@ def test_a_checkpoint_pickled_by_an_older_rlhp_is_refused_in_one_line_saying_how
     resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path, check=False)
     assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
     last = resumed.stderr.strip().splitlines()[-1]
-    assert "is a pickle (resume.pt" in last and "pip install 'rlhp<0.2'" in last
+    assert "is a pickle (resume.pt" in last and f"rlhp-convert {run_dir} --trust" in last
 
 
 def test_a_run_saved_in_format_4_resumes_in_this_release(tmp_path):
@@ -429,3 +429,21 @@ def test_a_run_saved_in_format_4_resumes_in_this_release(tmp_path):
     assert "resuming from" in resumed.stderr and "2 of 3 rounds done" in resumed.stderr
     assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 2
     assert len(untimed_rows(run_dir)) == 3
+
+
+def test_a_run_pickled_by_rlhp_0_1_is_converted_only_on_trust_and_then_resumes_as_if_never_stopped(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "format3-run", run_dir)
+    refused = run_cli("rlhp-convert", str(run_dir), cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and "add --trust" in refused.stderr and not list(run_dir.rglob("resume.json"))
+    run_cli("rlhp-convert", str(run_dir), "--trust", cwd=tmp_path)
+    checkpoint = run_dir / "checkpoints" / "iter_0001"
+    assert (checkpoint / "resume.json").is_file() and (checkpoint / "resume.pt").is_file()  # the pickle is kept
+    resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
+    assert "2 of 3 rounds done" in resumed.stderr
+    # The same run, never stopped, in this release: the converted state is the state rlhp 0.1 saved.
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", "debug=fast", "logger=none", "num_rounds=3", "keep_checkpoints=3",
+            f"hydra.run.dir={whole}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(whole)

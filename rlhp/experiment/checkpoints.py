@@ -142,15 +142,26 @@ def _save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -
         (tmp / "state.json").write_text(json.dumps(counters, indent=1))
         (tmp / "config.yaml").write_text(record.config_yaml)
         (tmp / "overrides.yaml").write_text(record.overrides_yaml)
-        chunks = Chunks(run.chunks_dir)
-        arrays = Arrays({}, chunks, LARGE, loop.derived_arrays())
-        save = Saver(arrays)
-        tree = {"format": FORMAT, "record": _digest(record.config_yaml, record.overrides_yaml),
-                "random": save(global_random_state()), "loop": save(loop)}
-        (tmp / "resume.json").write_text(json.dumps(tree, separators=(",", ":")))
-        np.savez(tmp / "arrays.npz", **arrays.small)
-        (tmp / "chunks.txt").write_text("\n".join(dict.fromkeys(chunks.used)))
+        write_state(tmp, run, loop, global_random_state())
     return path
+
+
+def write_state(folder: Path, run: RunFolder, loop: Loop, random_state: dict[str, Any],
+                also_used: list[str] = ()) -> None:
+    """Write the loop's state into a checkpoint's ``folder`` (beside its config.yaml and overrides.yaml):
+    ``arrays.npz``, ``chunks.txt`` (listing ``also_used`` too) and, last, ``resume.json``."""
+    chunks = Chunks(run.chunks_dir)
+    arrays = Arrays({}, chunks, LARGE, loop.derived_arrays())
+    save = Saver(arrays)
+    config_yaml, overrides_yaml = ((folder / name).read_text() for name in ("config.yaml", "overrides.yaml"))
+    tree = {"format": FORMAT, "record": _digest(config_yaml, overrides_yaml), "random": save(random_state),
+            "loop": save(loop)}
+    with written_whole(folder / "arrays.npz") as tmp, tmp.open("wb") as f:
+        np.savez(f, **arrays.small)
+    with written_whole(folder / "chunks.txt") as tmp:
+        tmp.write_text("\n".join(dict.fromkeys([*also_used, *chunks.used])))
+    with written_whole(folder / "resume.json") as tmp:
+        tmp.write_text(json.dumps(tree, separators=(",", ":")))
 
 
 def prune_checkpoints(run: RunFolder, keep: int) -> None:
@@ -181,9 +192,9 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
     the run's config and its overrides."""
     run = RunFolder(path.parent.parent)  # <run>/checkpoints/<name>
     if not (path / "resume.json").is_file() and (path / "resume.pt").is_file():
-        raise RunError(f"checkpoint {str(path)!r} is a pickle (resume.pt, written by rlhp 0.1), which this rlhp "
-                       "never loads (a pickle runs whatever code it holds): if you trust who made the run, finish it "
-                       "with the release that wrote it: pip install 'rlhp<0.2'")
+        raise RunError(f"checkpoint {str(path)!r} is a pickle (resume.pt, written by rlhp 0.1), which resuming "
+                       "never loads (a pickle runs whatever code it holds): if you trust who made the run, convert "
+                       f"it with rlhp-convert {run.path} --trust")
     try:
         config_yaml, overrides_yaml = ((path / name).read_text() for name in ("config.yaml", "overrides.yaml"))
         tree = json.loads((path / "resume.json").read_text())
