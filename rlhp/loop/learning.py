@@ -15,7 +15,7 @@ from rlhp.errors import ArgumentError, VariableHorizonError
 from rlhp.feedback import PreferenceGatherer, Querent
 from rlhp.loop.fragmenters import Fragmenter
 from rlhp.loop.pools import THIS_ROUND, QueryPool
-from rlhp.loop.rounds import Callback, PhaseClock, RoundResult, check_finite
+from rlhp.loop.rounds import Callback, PhaseClock, RewardLearning, RoundResult, check_finite
 from rlhp.rewards import RewardNet, reward_correlation
 from rlhp.sources import TrajectorySource
 from rlhp.training import RewardTrainer
@@ -40,38 +40,6 @@ def check_fixed_horizon(trajectories: list[Trajectory], lengths: dict[int, bool]
 REWARD_UPDATES = ("every_round", "new_labels")
 """When the reward model trains: in every round, on every label so far (the paper's loop), or only in rounds whose
 gathering brought new labels (B-Pref's: once its label budget is spent, the reward stays as it is)."""
-
-
-class RewardLearning:
-    """The reward-learning part of the loop. This one learns nothing: the agent is paid the env's own
-    reward (the ceiling)."""
-
-    learns: bool = False
-    """Whether it learns a reward (then the final evaluation measures its fit)."""
-
-    def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
-        """What round ``result.iteration`` does before the agent trains."""
-        result.metrics["comparisons"] = 0
-
-    def settle(self, result: RoundResult, clock: PhaseClock) -> None:
-        """What round ``result.iteration`` finishes once the agent has trained (a reward update left running)."""
-
-    def session(self, stop: Callable[[], bool] = lambda: False) -> contextlib.AbstractContextManager[None]:
-        """What its rounds need while they run (people's labelling server)."""
-        return contextlib.nullcontext()
-
-    def save(self, folder: Path) -> dict[str, Any]:
-        """Write what it learned into a checkpoint's ``folder``; return its counters for ``state.json``."""
-        return {}
-
-    def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
-        """``measure`` of the learned reward net (its fit to the true reward); nothing where none is learned."""
-        return {}
-
-    def lengthen(self, schedule: list[int], done: int) -> None:
-        """Query as ``schedule`` says (comparisons per round of a run lengthened or shortened), the first ``done``
-        rounds of which have run; raises :class:`ArgumentError` where it would have queried them otherwise
-        (nothing to check where nothing is queried)."""
 
 
 class PreferenceLearning(RewardLearning):

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,10 +24,8 @@ from rlhp.errors import ArgumentError, DivergedError
 from rlhp.feedback import Answers, Ratings
 from rlhp.feedback.gatherer import no_answers
 from rlhp.loop.schedules import apportion
+from rlhp.rewards import RewardNet
 from rlhp.sources import TrajectorySource
-
-if TYPE_CHECKING:
-    from rlhp.loop.learning import RewardLearning
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +92,38 @@ class PhaseClock:
         start = time.perf_counter()
         yield
         self.metrics[f"time_{name}_s"] = time.perf_counter() - start
+
+
+class RewardLearning:
+    """The reward-learning part of the loop. This one learns nothing: the agent is paid the env's own
+    reward (the ceiling)."""
+
+    learns: bool = False
+    """Whether it learns a reward (then the final evaluation measures its fit)."""
+
+    def learn(self, result: RoundResult, clock: PhaseClock, callbacks: Sequence[Callback]) -> None:
+        """What round ``result.iteration`` does before the agent trains."""
+        result.metrics["comparisons"] = 0
+
+    def settle(self, result: RoundResult, clock: PhaseClock) -> None:
+        """What round ``result.iteration`` finishes once the agent has trained (a reward update left running)."""
+
+    def session(self, stop: Callable[[], bool] = lambda: False) -> contextlib.AbstractContextManager[None]:
+        """What its rounds need while they run (people's labelling server)."""
+        return contextlib.nullcontext()
+
+    def save(self, folder: Path) -> dict[str, Any]:
+        """Write what it learned into a checkpoint's ``folder``; return its counters for ``state.json``."""
+        return {}
+
+    def fit(self, measure: Callable[[RewardNet], dict[str, Any]]) -> dict[str, Any]:
+        """``measure`` of the learned reward net (its fit to the true reward); nothing where none is learned."""
+        return {}
+
+    def lengthen(self, schedule: list[int], done: int) -> None:
+        """Query as ``schedule`` says (comparisons per round of a run lengthened or shortened), the first ``done``
+        rounds of which have run; raises :class:`ArgumentError` where it would have queried them otherwise
+        (nothing to check where nothing is queried)."""
 
 
 class Loop:
