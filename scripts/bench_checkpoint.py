@@ -64,7 +64,7 @@ def measure(case: str, rounds: int) -> list[dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         run = RunFolder(tmp)
         loop = compose_run(cfg, run.path)
-        buffer = getattr(loop.source.agent.algorithm, "replay_buffer", None)
+        buffer = getattr(loop.agent.algorithm, "replay_buffer", None)
         buffer_bytes = fill(buffer) if case == "sac_1m" else None
         checkpointer = Checkpointer(run, RunRecord(cfg, CASES[case]), every=1, keep=cfg.keep_checkpoints)
         rows = []

@@ -75,7 +75,7 @@ def test_qpa_builds_its_window_and_its_hybrid_replay_into_sbx_sac_and_trains(tmp
     loop = compose(composed("train", ["experiment=bpref/walker_walk", "method=qpa", "debug=fast",
                                       "agent.learning_starts=100", "agent.replay_buffer_kwargs.recent_steps=50"]),
                    tmp_path)
-    pool, agent = loop.reward_learning.pool, loop.source.agent
+    pool, agent = loop.reward_learning.pool, loop.agent
     assert isinstance(pool, RecentEpisodes) and pool.window.maxlen == 10
     buffer = agent.algorithm.replay_buffer
     assert type(buffer) is HybridReplayBuffer and (buffer.recent_frac, buffer.recent_steps) == (0.5, 50)

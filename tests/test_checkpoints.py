@@ -21,7 +21,7 @@ def test_a_round_writes_only_the_chunks_its_new_transitions_touch_and_loading_re
     cfg = composed("train", SAC)
     run = RunFolder(tmp_path)
     loop = compose(cfg, run.path)
-    buffer = loop.source.agent.algorithm.replay_buffer
+    buffer = loop.agent.algorithm.replay_buffer
     checkpointer = Checkpointer(run, RunRecord(cfg, SAC), every=1, keep=1)
     written_chunks = []
     for _ in range(3):
@@ -38,11 +38,11 @@ def test_a_round_writes_only_the_chunks_its_new_transitions_touch_and_loading_re
     used = set((run.checkpoint("iter_0002") / "chunks.txt").read_text().split())
     assert {p.name for p in chunks} == used  # older checkpoints were pruned, and their chunks with them
     back, _, _ = load_checkpoint(run.checkpoint("iter_0002"))
-    again = back.source.agent.algorithm.replay_buffer
+    again = back.agent.algorithm.replay_buffer
     for column in columns:
         np.testing.assert_array_equal(getattr(again, column), getattr(buffer, column))
     assert not again.rewards.any() and buffer.rewards[:buffer.pos].any()  # not stored: relabelled when read
-    for agent in (back.source.agent, loop.source.agent):  # every agent phase starts by relabelling
+    for agent in (back.agent, loop.agent):  # every agent phase starts by relabelling
         agent.train(0)
     np.testing.assert_array_equal(again.rewards, buffer.rewards)
 
@@ -80,7 +80,7 @@ def test_an_asynchronous_loop_pays_its_agent_a_copy_of_the_reward_that_a_checkpo
     back, _, _ = load_checkpoint(run.checkpoint("iter_0001"))
     for each in (loop, back):
         learning = each.reward_learning
-        paid = each.source.agent.venv.reward  # what the agent's env copies pay it
+        paid = each.agent.venv.reward  # what the agent's env copies pay it
         # The agent reads a copy while the trainer's net trains; the round's end made them one state.
         assert paid is learning.published and paid is not learning.reward_trainer.net
         trained = learning.reward_trainer.net.state_dict()

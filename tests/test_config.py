@@ -91,7 +91,7 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
     assert isinstance(loop.reward_learning, PreferenceLearning)
     # Demos train an agent on the learned reward; a dataset trains only an offline one.
     on_dataset = option == "dataset" or "trajectories=dataset" in extra
-    assert loop.source.agent.trains == (offline or not on_dataset)
+    assert loop.agent.trains == (offline or not on_dataset)
     learning = loop.reward_learning
     built = {"trajectories": loop.source, "fragmenter": learning.fragmenter, "querent": learning.querent,
              "gatherer": learning.gatherer, "reward_trainer": learning.reward_trainer,
@@ -102,9 +102,9 @@ def test_every_train_option_composes_and_builds(group, option, tmp_path, cartpol
         node = cfg.env.task if group == "task" else cfg[group]  # the task's keys sit in the env's
         assert type(built[group]).__name__ == node._target_.rsplit(".", 1)[-1]
     if offline:
-        assert type(loop.source.agent).__name__ == "OfflineAgent" and loop.source.agent.spec.name == cfg.agent.name
+        assert type(loop.agent).__name__ == "OfflineAgent" and loop.agent.spec.name == cfg.agent.name
     elif group == "agent":
-        assert type(loop.source.agent.algorithm).__name__ == cfg.agent._target_.rsplit(".", 1)[-1]
+        assert type(loop.agent.algorithm).__name__ == cfg.agent._target_.rsplit(".", 1)[-1]
     if group == "query_schedule":
         assert sum(learning.schedule) == cfg.total_comparisons
 
@@ -263,7 +263,7 @@ def test_cuda_without_a_gpu_is_refused_and_auto_falls_back_to_the_cpu(tmp_path):
         compose(composed("train", ["debug=fast", "device=cuda"]))
     loop = compose(composed("train", ["debug=fast", "device=auto"]))
     assert loop.reward_learning.reward_trainer.net.device.type == "cpu"
-    assert loop.source.agent.algorithm.device.type == "cpu"
+    assert loop.agent.algorithm.device.type == "cpu"
 
 
 def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_agent_key_has_one():

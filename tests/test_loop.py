@@ -132,7 +132,7 @@ def make_loop(agent: Agent, comparisons=(6, 4, 4), max_size=None, seed=0, total_
         transition_oversampling=1.5, initial_epoch_multiplier=7, pool=pool, reward_updates=reward_updates)
     learning = (AsynchronousPreferenceLearning(**parts, published=copy.deepcopy(net)) if asynchronous
                 else PreferenceLearning(**parts))
-    return Loop(ENV, source, learning, len(comparisons), total_timesteps)
+    return Loop(ENV, source, source.agent, learning, len(comparisons), total_timesteps)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -194,7 +194,7 @@ def test_a_source_without_agent_trains_only_the_reward():
 def test_the_ceiling_trains_only_the_agent_in_the_same_rounds():
     agent = FakeAgent()
     source = FakeSource(agent)
-    loop = Loop(ENV, source, RewardLearning(), num_rounds=3, total_timesteps=1000)
+    loop = Loop(ENV, source, source.agent, RewardLearning(), num_rounds=3, total_timesteps=1000)
     recorder = Recorder()
     loop.iterate([recorder])
     assert agent.asked == [334, 667 - 300, 1000 - 600] and source.asked == []
@@ -223,7 +223,7 @@ def test_a_loop_loaded_into_a_fresh_one_continues_as_the_original():
     assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
     np.testing.assert_array_equal(original.reward_learning.dataset.labels, copy.reward_learning.dataset.labels)
     assert original.reward_learning.gatherer.pending_ids.tolist() == copy.reward_learning.gatherer.pending_ids.tolist()
-    assert copy.iteration == 2 and copy.source.agent.asked == [334, 367]
+    assert copy.iteration == 2 and copy.agent.asked == [334, 367]
 
 
 def test_every_round_hands_the_trainer_ratio_times_the_labelled_pairs_unlabelled_from_its_own_sample():

@@ -40,7 +40,7 @@ class RoundTagged(FakeSource):
 @pytest.mark.parametrize(("pool", "older_rounds_queried"), [(ThisRound(), False), (RecentEpisodes(1000), True)])
 def test_a_round_queries_older_rounds_episodes_only_from_a_window(pool, older_rounds_queried):
     loop = make_loop(FakeAgent(), comparisons=(4, 40, 40), pool=pool, seed=1)
-    loop.reward_learning.source = RoundTagged(loop.source.agent)
+    loop.reward_learning.source = RoundTagged(loop.agent)
     loop.iterate()
     dataset = loop.reward_learning.dataset
     rounds = dataset.pairs.obs[..., 0, 0] // 1000  # (pairs, 2): the round that sampled each fragment

@@ -113,7 +113,7 @@ def _preference_loop(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run
     except ArgumentError as err:
         raise ConfigError(err.argument, err.problem) from None
     # A source that trains no agent gets no timesteps.
-    return Loop(env, source, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
+    return Loop(env, source, source.agent, learning, len(schedule), cfg.total_timesteps if source.agent.trains else 0)
 
 
 def _reward_trainer(cfg: DictConfig, context: dict[str, Any], schedule: list[int],
@@ -184,7 +184,7 @@ def true_reward(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, run_dir:
     if not source.agent.trains:
         raise ConfigError("reward_learning", f"is none, which trains an agent on the env's reward, but the trajectory "
                           f"source ({type(source).__name__}) trains none")
-    return Loop(env, source, RewardLearning(), cfg.num_rounds, cfg.total_timesteps)
+    return Loop(env, source, source.agent, RewardLearning(), cfg.num_rounds, cfg.total_timesteps)
 
 
 def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: AgentReward) -> TrajectorySource:
@@ -193,7 +193,7 @@ def _source(cfg: DictConfig, env: GymEnv, rng: np.random.Generator, reward: Agen
 
 def describe(loop: Loop, cfg: DictConfig, choices: dict[str, str]) -> str:
     """One line saying what the composed run does (``choices``: the config options chosen)."""
-    steps = "gradient steps after the last round" if isinstance(loop.source.agent, OfflineAgent) else "timesteps"
+    steps = "gradient steps after the last round" if isinstance(loop.agent, OfflineAgent) else "timesteps"
     if not loop.reward_learning.learns:
         return (f"{cfg.env.id}, agent={choices.get('agent')} on the true reward (the ceiling), seed {cfg.seed}: "
                 f"{loop.total_timesteps:,} {steps}, {loop.num_rounds} rounds{protocol_note(cfg)}")

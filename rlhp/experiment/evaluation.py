@@ -12,7 +12,7 @@ from rlhp.data.trajectory import SUCCESS
 from rlhp.envs import GymEnv
 from rlhp.loop import Loop
 from rlhp.rewards import RewardNet, reward_correlation
-from rlhp.sources import TrajectorySource
+from rlhp.sources import Agent, TrajectorySource
 from rlhp.sources.policies import random_policy
 from rlhp.sources.rollout import rollout
 
@@ -38,9 +38,10 @@ def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: in
     return result
 
 
-def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int, seed: int) -> dict[str, Any]:
+def reward_fit(net: RewardNet, source: TrajectorySource, agent: Agent, env: GymEnv, steps: int,
+               seed: int) -> dict[str, Any]:
     """Correlations of the learned and the true reward on ``steps`` fresh transitions, half a random
-    policy's and half the source's held-out episodes, and on each alone (and on the trained agent's)."""
+    policy's and half the source's held-out episodes, and on each alone (and on ``agent``'s, where it trains)."""
     venv = env.make(seed + 30_000)
     venv.action_space.seed(seed)
     random = rollout(venv, random_policy(venv.action_space), steps // 2, frame_stack=env.frame_stack)
@@ -51,7 +52,6 @@ def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int
               # for an agent trainer, unseen data for a dataset), a random policy's states, the agent's states.
               "reward_correlation_held_out": reward_correlation(net, held_out),
               "reward_correlation_random": reward_correlation(net, random)}
-    agent = source.agent
     if agent.trains:
         agent_episodes = rollout(venv, agent.policy, steps // 2, frame_stack=env.frame_stack)
         result["reward_correlation_agent"] = reward_correlation(net, agent_episodes)
@@ -60,9 +60,10 @@ def reward_fit(net: RewardNet, source: TrajectorySource, env: GymEnv, steps: int
 
 def evaluate(loop: Loop, env: GymEnv, episodes: int, correlation_steps: int, seed: int) -> dict[str, Any]:
     """The final policy's true return (where an agent trains) and, where a reward was learned, its fit."""
-    agent = loop.source.agent
+    agent = loop.agent
     result: dict[str, Any] = policy_return(agent.algorithm, env, episodes, seed + 20_000) if agent.trains else {}
-    result.update(loop.reward_learning.fit(lambda net: reward_fit(net, loop.source, env, correlation_steps, seed)))
+    result.update(loop.reward_learning.fit(lambda net: reward_fit(net, loop.source, agent, env,
+                                                                             correlation_steps, seed)))
     return result
 
 

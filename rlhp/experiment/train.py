@@ -119,13 +119,13 @@ def optimized_value(result: dict[str, Any]) -> float:
 
 def pretrain(loop: Loop, cloning: BehaviourCloning, episodes: int, seed: int, run: RunFolder) -> None:
     """Behavioural cloning of the loop's agent before its first round (``pretrain.json``)."""
-    if not loop.source.agent.trains:
+    if not loop.agent.trains:
         raise ConfigError("pretrain", "needs an agent to pretrain; this trajectory source trains none")
-    if not isinstance(loop.source.agent.algorithm, BaseAlgorithm):
+    if not isinstance(loop.agent.algorithm, BaseAlgorithm):
         raise ConfigError("pretrain", "clones into a stable-baselines3 agent; an offline agent learns from its "
                           "dataset itself (IQL's and TD3+BC's losses hold their own behaviour cloning)")
     write_json(run.path / "pretrain.json",
-               clone_and_evaluate(cloning, loop.source.agent.algorithm, loop.env.unrecorded(), episodes, seed))
+               clone_and_evaluate(cloning, loop.agent.algorithm, loop.env.unrecorded(), episodes, seed))
 
 
 def start_or_resume(run: RunFolder, cfg: DictConfig, overrides: list[str]

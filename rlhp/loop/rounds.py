@@ -25,7 +25,7 @@ from rlhp.feedback import Answers, Ratings
 from rlhp.feedback.gatherer import no_answers
 from rlhp.loop.schedules import apportion
 from rlhp.rewards import RewardNet
-from rlhp.sources import TrajectorySource
+from rlhp.sources import Agent, TrajectorySource
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,9 @@ class Loop:
 
     Args:
         env: the run's env, which the source's copies are made from (the final evaluation makes its own).
-        source: where trajectories come from; its agent is trained.
+        source: where trajectories come from.
+        agent: the agent trained each round on the reward it is paid (the source's own: an agent being trained
+            samples the trajectories; a dataset's is an offline learner, or none).
         reward_learning: what each round learns before the agent trains (:mod:`rlhp.loop.learning`).
         num_rounds: rounds to run.
         total_timesteps: agent env steps over all rounds (0 for a source that trains no agent).
@@ -141,10 +143,11 @@ class Loop:
     loop, so a run resumed after its last round still has them).
     """
 
-    def __init__(self, env: GymEnv, source: TrajectorySource, reward_learning: RewardLearning, num_rounds: int,
-                 total_timesteps: int) -> None:
+    def __init__(self, env: GymEnv, source: TrajectorySource, agent: Agent, reward_learning: RewardLearning,
+                 num_rounds: int, total_timesteps: int) -> None:
         self.env = env
-        self.source, self.reward_learning, self.total_timesteps = source, reward_learning, total_timesteps
+        self.source, self.agent, self.reward_learning = source, agent, reward_learning
+        self.total_timesteps = total_timesteps
         self.timestep_targets = self.step_targets(total_timesteps, num_rounds)
         self.iteration = 0
         self.timesteps = 0
@@ -159,7 +162,7 @@ class Loop:
     def step_targets(self, total_timesteps: int, num_rounds: int) -> list[int]:
         """The agent steps done by the end of each of ``num_rounds`` rounds sharing ``total_timesteps``: cumulative,
         so what one round could not fit in whole rollouts, the next trains."""
-        return np.cumsum(apportion(total_timesteps, self.source.agent.step_weights(num_rounds))).tolist()
+        return np.cumsum(apportion(total_timesteps, self.agent.step_weights(num_rounds))).tolist()
 
     def lengthen(self, total_timesteps: int, num_rounds: int, comparisons: list[int]) -> None:
         """Run on to ``total_timesteps`` over ``num_rounds`` rounds, with ``comparisons`` queried per round, as a
@@ -216,7 +219,7 @@ class Loop:
         """Train the agent up to this round's share of ``total_timesteps``, on the reward it is paid."""
         wanted = self.timestep_targets[self.iteration] - self.timesteps
         if wanted > 0:
-            agent = self.source.agent
+            agent = self.agent
             with clock("agent_training"):
                 report = agent.train(wanted)
             self.timesteps += report.steps
@@ -238,9 +241,9 @@ class Loop:
         counters: dict[str, Any] = {"iteration": self.iteration, "num_rounds": self.num_rounds,
                                     "timesteps": self.timesteps, "wall_s": self.wall_s}
         counters.update(self.reward_learning.save(folder))
-        self.source.agent.save(folder)
+        self.agent.save(folder)
         return counters
 
     def derived_arrays(self) -> list[np.ndarray]:
         """Arrays a part recomputes before reading them again (a checkpoint stores their shapes only)."""
-        return self.source.agent.derived_arrays()
+        return self.agent.derived_arrays()
