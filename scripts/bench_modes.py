@@ -29,8 +29,8 @@ from bench_team import run_labelled
 from docblock import add_run_options, show
 
 from rlhp.data.ratings import MAX_SCALE
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.server.scripted import ScriptedAnnotator
-from rlhp.human.store import QueryStore
 from rlhp.report.folders import Run
 
 WAIT_S = 86_400
@@ -108,7 +108,7 @@ def main() -> None:
     for mode in modes:
         done = [runs[(mode, s)] for s in seeds]
         returns = np.array([r.evaluation["true_return_mean"] for r in done])
-        status = [QueryStore(r.folder.queries_db).status() for r in done]
+        status = [AnswerStore(r.folder.queries_db).status() for r in done]
         answers = np.array([s["answers"] for s in status])
         minutes[mode] = np.mean([person_minutes(s, args.pause_s, args.rate_pause_s) for s in status])
         trained = [s["in_training"] for s in status]  # pairs, implied pairs and rated clips taken

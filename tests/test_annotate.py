@@ -23,10 +23,12 @@ from test_hub import RecordingApi
 
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ConfigError, DataError
+from rlhp.human.schema import QueryError
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.server.app import create_app
 from rlhp.human.server.export import export_labels
 from rlhp.human.server.serve import serve
-from rlhp.human.store import QueryError, QueryStore
+from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
@@ -78,6 +80,7 @@ def test_next_answer_and_status(api):
 def test_a_query_carries_its_instructions_to_the_page_as_text_and_as_escaped_html(tmp_path):
     publish(tmp_path, 2, instructions="Prefer the **backflip**. <script>alert(1)</script>")
     store = QueryStore(RunFolder(tmp_path).queries_db)
+    desk = AnswerStore(store.path)
     store.publish(np.array([2]), 1, [("q2-left.mp4", "q2-right.mp4")], random_pairs(1, 3), 1, "")  # none
     with TestClient(create_app(tmp_path, lease_s=60)) as client:
         newest = lease(client)
@@ -91,7 +94,7 @@ def test_a_query_carries_its_instructions_to_the_page_as_text_and_as_escaped_htm
         assert undone["query_id"] == query["query_id"] and undone["instructions"] == query["instructions"]
     with sqlite3.connect(store.path) as db:  # the text is kept once, however many queries ask it
         assert db.execute("SELECT count(*) FROM instructions").fetchone()[0] == 2
-    assert store.instructions(np.array([1, 2, 0])) == [query["instructions"], "", query["instructions"]]
+    assert desk.instructions(np.array([1, 2, 0])) == [query["instructions"], "", query["instructions"]]
 
 
 def test_a_store_from_before_instructions_opens_and_asks_none(tmp_path):
@@ -103,9 +106,10 @@ def test_a_store_from_before_instructions_opens_and_asks_none(tmp_path):
         db.execute("INSERT INTO queries (id, round, left_clip, right_clip, wanted, created, pair) "
                    "VALUES (0, 0, 'l.mp4', 'r.mp4', 1, 0, x'00')")
     store = QueryStore(old)
-    assert store.lease_next("alice", 60).instructions == ""
+    desk = AnswerStore(store.path)
+    assert desk.lease_next("alice", 60).instructions == ""
     store.publish(np.array([1]), 1, [("a.mp4", "b.mp4")], random_pairs(1, 3), 1, "Pick the faster one.")
-    assert store.instructions(np.array([0, 1])) == ["", "Pick the faster one."]
+    assert desk.instructions(np.array([0, 1])) == ["", "Pick the faster one."]
 
 
 @pytest.mark.parametrize("body, status, says", [
@@ -240,10 +244,11 @@ def test_undo_takes_back_an_answer_to_a_query_that_still_waits_for_others(tmp_pa
 
 def test_an_answer_outside_the_choices_is_refused_naming_them(tmp_path):
     store = publish(tmp_path, 1)
-    query = store.lease_next("alice", 60)
+    desk = AnswerStore(store.path)
+    query = desk.lease_next("alice", 60)
     with pytest.raises(QueryError, match="unknown answer 'maybe'; one of left, right, equal, cant_tell"):
-        store.answer(query.id, "alice", "maybe")
-    assert store.status()["answers"] == 0
+        desk.answer(query.id, "alice", "maybe")
+    assert desk.status()["answers"] == 0
 
 
 def test_a_store_makes_its_folder_and_refuses_queries_without_their_clips(tmp_path):
@@ -255,18 +260,20 @@ def test_a_store_makes_its_folder_and_refuses_queries_without_their_clips(tmp_pa
 
 def test_agreement_is_the_share_of_multi_labelled_queries_whose_labels_agree(tmp_path):
     store = publish(tmp_path, 3, wanted=2)
+    desk = AnswerStore(store.path)
     for who, choices in (("alice", ["left", "left", "right"]), ("bob", ["left", "right", "right"])):
         for choice in choices:
-            store.answer(store.lease_next(who, 60).id, who, choice)
-    status = store.status()
+            desk.answer(desk.lease_next(who, 60).id, who, choice)
+    status = desk.status()
     assert status["multi_labelled"] == 3 and status["agreement"] == pytest.approx(2 / 3)
 
 
 def test_the_label_convention(tmp_path):
     store = publish(tmp_path, 4)
+    desk = AnswerStore(store.path)
     for choice in ("left", "right", "equal", "cant_tell"):
-        query = store.lease_next("alice", 60)
-        store.answer(query.id, "alice", choice)
+        query = desk.lease_next("alice", 60)
+        desk.answer(query.id, "alice", choice)
     taken = store.take(np.arange(4), round_=0)
     labels = dict(zip(reversed(range(4)), taken.labels[::-1].tolist(), strict=True))
     assert labels[3] == 1.0 and labels[2] == 0.0 and labels[1] == 0.5 and math.isnan(labels[0])
@@ -297,6 +304,7 @@ def test_listening_beyond_loopback_needs_a_token(tmp_path):
 @pytest.mark.slow
 def test_50_annotators_post_2000_answers_to_a_live_server_and_none_is_lost_or_doubled(tmp_path):
     store = publish(tmp_path, 2000)
+    desk = AnswerStore(store.path)
     server = subprocess.Popen([BIN / "rlhp-annotate", str(tmp_path), "--port", "0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
     try:
@@ -319,9 +327,9 @@ def test_50_annotators_post_2000_answers_to_a_live_server_and_none_is_lost_or_do
         server.terminate()
         server.wait(10)
     assert not refused and sum(accepted.values()) == 2000 and set(accepted.values()) == {1}
-    answers = store.answers()
+    answers = desk.answers()
     assert len(answers) == 2000 and len({a[0] for a in answers}) == 2000
-    assert store.status()["pending"] == 0 and len(store.status()["annotators"]) == 50
+    assert desk.status()["pending"] == 0 and len(desk.status()["annotators"]) == 50
 
 
 def test_the_server_announces_its_url_and_cleans_up(tmp_path):
@@ -482,9 +490,10 @@ def gold_store(tmp_path: Path, gold: list[float], wanted: int = 1) -> QueryStore
 
 
 def answer_all(store: QueryStore, who: str, choices: dict[int, str]) -> None:
+    desk = AnswerStore(store.path)
     for _ in choices:
-        query = store.lease_next(who, 60)
-        store.answer(query.id, who, choices[query.id])
+        query = desk.lease_next(who, 60)
+        desk.answer(query.id, who, choices[query.id])
 
 
 def test_the_team_view_measures_each_person_on_gold_queries_and_against_the_others(tmp_path):
@@ -505,11 +514,13 @@ def test_the_team_view_measures_each_person_on_gold_queries_and_against_the_othe
 
 def test_gold_queries_are_handed_out_first_so_each_person_is_measured_early(tmp_path):
     store = gold_store(tmp_path, [math.nan, 1.0, math.nan, 0.0, math.nan], wanted=2)
-    assert [store.lease_next("alice", 60).id for _ in range(5)] == [3, 1, 4, 2, 0]  # gold, then newest first
+    desk = AnswerStore(store.path)
+    assert [desk.lease_next("alice", 60).id for _ in range(5)] == [3, 1, 4, 2, 0]  # gold, then newest first
 
 
 def test_a_person_left_out_counts_nowhere_and_the_queries_they_answered_are_asked_again(tmp_path):
     store = gold_store(tmp_path, [1.0, math.nan])
+    desk = AnswerStore(store.path)
     answer_all(store, "mallory", {1: "right", 0: "right"})
     assert store.count_answered() == (2, 0)
     store.leave_out({"mallory": "wrong on gold"})
@@ -520,7 +531,7 @@ def test_a_person_left_out_counts_nowhere_and_the_queries_they_answered_are_aske
     assert taken.done.all() and taken.labels.tolist() == [1.0, 1.0] and taken.annotators == ["alice", "alice"]
     # A left-out person is handed nothing more.
     store.publish(np.array([5]), 1, [("a", "b")], random_pairs(1, 3), 1, "")
-    assert store.lease_next("mallory", 60) is None and store.lease_next("alice", 60).id == 5
+    assert desk.lease_next("mallory", 60) is None and desk.lease_next("alice", 60).id == 5
 
 
 def test_gold_queries_are_a_steady_share_of_the_ids_with_the_true_returns_answer():

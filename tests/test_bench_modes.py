@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_modes import person_minutes  # noqa: E402
 
 from rlhp.human.querent import WebQuerent  # noqa: E402
+from rlhp.human.server.answers import AnswerStore
 
 
 def test_a_mixed_run_counts_a_pair_and_a_rating_at_their_own_time_and_each_label_taken_once(tmp_path):
@@ -21,7 +22,7 @@ def test_a_mixed_run_counts_a_pair_and_a_rating_at_their_own_time_and_each_label
     querent(pairs)  # 5 pairs asked, both clips of the other 5 rated
     answer_every_query(querent.store, 15)
     querent.store.take(querent.store.open_ids(), 0)
-    status = querent.store.status()
+    status = AnswerStore(querent.store.path).status()
     assert person_minutes(status, 1.5, 1.0) == pytest.approx((5 * 1.5 + 10 * 1.0) / 60)
     assert status["in_training"] == 15  # the bench's labels trained on: 5 pairs and 10 rated clips, once each
     assert person_minutes({**status, "ratings": 0}, 1.5, 1.0) == pytest.approx(15 * 1.5 / 60)

@@ -21,6 +21,7 @@ from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv, MetaWorldEnv
 from rlhp.envs.tasks import Backflip
 from rlhp.human.gatherer import HumanGatherer
 from rlhp.human.querent import WebQuerent
+from rlhp.human.server.answers import AnswerStore
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.runs import RunFolder
 from rlhp.sources.policies import random_policy
@@ -170,10 +171,11 @@ def test_the_team_view_shows_each_persons_gold_accuracy_and_tells_a_left_out_per
     with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, gold_rate=1.0, gold_labels=2) as url, \
             sync_playwright() as p:
         store = QueryStore(RunFolder(tmp_path).queries_db)
+        desk = AnswerStore(store.path)
         returns = pairs.rews.sum(-1)
         for _ in range(4):  # mallory misreads the task: the lower true return each time
-            query = store.lease_next("mallory", 60)
-            store.answer(query.id, "mallory", "right" if returns[query.id, 0] > returns[query.id, 1] else "left")
+            query = desk.lease_next("mallory", 60)
+            desk.answer(query.id, "mallory", "right" if returns[query.id, 0] > returns[query.id, 1] else "left")
         store.leave_out({"mallory": "right on 0% of 4 gold queries"})
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1000, "height": 700})
@@ -203,6 +205,7 @@ def test_a_person_places_clips_in_the_ranking_by_keys_undoes_one_and_a_reload_ke
     pairs.frames *= 0.2
     with serving(tmp_path, GymEnv(FIXED_HORIZON_CARTPOLE), pairs, mode="rank") as url, sync_playwright() as p:
         store = QueryStore(RunFolder(tmp_path).queries_db)
+        desk = AnswerStore(store.path)
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1000, "height": 700})
         page.goto(url + "?annotator=tester")
@@ -219,14 +222,14 @@ def test_a_person_places_clips_in_the_ranking_by_keys_undoes_one_and_a_reload_ke
         page.wait_for_function(f"window.rlhp.shown === {second['query_id']}")
         page.keyboard.press("ArrowUp")  # equal: it joins the ranked clip's group
         sent(page, 4)
-        ranked = store.status()["ranked_clips"]
+        ranked = desk.status()["ranked_clips"]
         assert ranked == 3 and page.evaluate("window.rlhp.errors") == []
         page.reload()  # the ranking lives in the run folder: a reload shows it as it was
         page.wait_for_function(f"document.getElementById('ranked').textContent === '{ranked}'", timeout=10_000)
         assert page.locator("#ranking").is_visible() and page.locator("#labelled").inner_text() == "2"
         page.wait_for_function(BOTH_PLAYING, timeout=10_000)  # what it held before the reload is shown again
         browser.close()
-    groups = store.ranking()
+    groups = desk.ranking()
     assert sum(map(len, groups)) == 3 and max(map(len, groups)) == 2  # the equal answer made one group of two
 
 
@@ -235,7 +238,6 @@ ONE_PLAYING = ("(() => { const v = [...document.querySelectorAll('.frame video')
 
 
 def test_a_person_rates_clips_by_number_keys_skips_one_and_undoes_a_rating(tmp_path):
-    from rlhp.human.store import QueryStore
 
     pairs = random_pairs(2, length=20, obs_dim=4)
     pairs.frames *= 0.2
@@ -265,4 +267,4 @@ def test_a_person_rates_clips_by_number_keys_skips_one_and_undoes_a_rating(tmp_p
     answers = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0)()
     rated = dict(zip(answers.ratings.ids.tolist(), answers.ratings.ratings.tolist(), strict=True))
     assert rated[first["query_id"]] == 3.0 and np.isnan(rated[second["query_id"]]) and len(answers) == 0
-    assert QueryStore(RunFolder(tmp_path).queries_db).status()["answers"] == 2
+    assert AnswerStore(RunFolder(tmp_path).queries_db).status()["answers"] == 2

@@ -30,6 +30,7 @@ from rlhp.human.clips import (
 )
 from rlhp.human.prefetch import ClipPrefetcher, DrawOnPublish
 from rlhp.human.querent import WebQuerent
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.store import QueryStore
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.sources.policies import random_policy
@@ -336,10 +337,11 @@ def test_fragments_carry_the_physics_states_of_their_steps_and_the_one_after(tmp
     assert all((tmp_path / "media" / f"q{q:06d}-{side}.mp4").stat().st_size > 1000 for q in drawn
                for side in ("left", "right"))
     assert not (tmp_path / "media" / "q000000-left.mp4").exists()
-    assert querent.store.lease_next("alice", 60).id == 2
-    assert querent.store.lease_next("alice", 60).id == 1  # one waiting: the next is drawn
-    assert querent.store.lease_next("alice", 60) is None  # not before it is drawn
-    assert wait_until_drawn(querent.store, 3) == [2, 1, 0] and querent.store.lease_next("alice", 60).id == 0
+    desk = AnswerStore(querent.store.path)
+    assert desk.lease_next("alice", 60).id == 2
+    assert desk.lease_next("alice", 60).id == 1  # one waiting: the next is drawn
+    assert desk.lease_next("alice", 60) is None  # not before it is drawn
+    assert wait_until_drawn(querent.store, 3) == [2, 1, 0] and desk.lease_next("alice", 60).id == 0
     assert querent.drawing.running
     querent.drawing.stop()
     assert not querent.drawing.running

@@ -25,15 +25,17 @@ from test_annotate import publish
 from rlhp.data import PreferenceDataset
 from rlhp.errors import ArgumentError, NetworkError
 from rlhp.human.gatherer import AnnotationProcess, HumanGatherer
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.server.scripted import ScriptedAnnotator
 from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 
 def answer(store, n, who="alice", choice="left"):
+    desk = AnswerStore(store.path)
     for _ in range(n):
-        query = store.lease_next(who, 60)
-        store.answer(query.id, who, choice)
+        query = desk.lease_next(who, 60)
+        desk.answer(query.id, who, choice)
 
 
 def test_the_first_round_waits_for_labels_and_later_ones_only_until_the_timeout(tmp_path):
@@ -149,13 +151,14 @@ def test_a_stop_request_ends_the_wait(tmp_path):
 
 def test_the_oldest_unanswered_queries_expire_beyond_max_pending(tmp_path, caplog):
     store = publish(tmp_path, 5)
-    store.answer(store.lease_next("alice", 60).id, "alice", "left")  # the newest, 4, has an answer
+    desk = AnswerStore(store.path)
+    desk.answer(desk.lease_next("alice", 60).id, "alice", "left")  # the newest, 4, has an answer
     gatherer = HumanGatherer(tmp_path, serve=False, max_pending=2)
     with caplog.at_level("INFO", logger="rlhp.human.gatherer"):
         gatherer.add(None, np.zeros(0))
-    assert store.status()["expired"] == 2  # 0 and 1: the oldest without an answer
+    assert desk.status()["expired"] == 2  # 0 and 1: the oldest without an answer
     assert "2 unanswered queries expired (gatherer.max_pending=2)" in caplog.messages
-    assert store.lease_next("bob", 60).id == 3
+    assert desk.lease_next("bob", 60).id == 3
 
 
 def test_a_resumed_gatherer_takes_again_what_it_took_after_its_checkpoint(tmp_path):
@@ -219,7 +222,7 @@ def test_killed_trainer_resumes_with_no_answer_lost_or_counted_twice(tmp_path):
     kept = PreferenceDataset.load(run_dir / "checkpoints" / "final" / "ratings").ids
     assert len(set(kept.tolist())) == len(kept) == len(rated) > 0 and set(kept.tolist()) == set(rated.tolist())
     taken = np.concatenate([taken, rated])
-    answered = {a[0] for a in QueryStore(RunFolder(run_dir).queries_db).answers()}
+    answered = {a[0] for a in AnswerStore(RunFolder(run_dir).queries_db).answers()}
     # Every answer given is in training, except those that came after the last round took its labels.
     assert set(taken.tolist()) <= answered and len(answered - set(taken.tolist())) <= 10
 

@@ -27,9 +27,11 @@ from rlhp.data import PreferenceDataset, RankedClips
 from rlhp.errors import ArgumentError
 from rlhp.human.querent import WebQuerent
 from rlhp.human.ranking import Compare, Join, Open, next_step
+from rlhp.human.schema import QueryError
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.server.app import create_app
 from rlhp.human.server.scripted import ScriptedAnnotator
-from rlhp.human.store import QueryError, QueryStore
+from rlhp.human.store import QueryStore
 from rlhp.rewards import RewardNet
 from rlhp.runs import RunFolder
 from rlhp.training import RewardTrainer
@@ -172,15 +174,16 @@ def returns_label(pairs) -> str:
 
 def place_all(store: QueryStore, people=("alice",)) -> int:
     """Answer every comparison from the fragments' true returns, people taking turns; return how many."""
+    desk = AnswerStore(store.path)
     asked = 0
     while True:
-        leased = [(who, store.lease_next(who, 60)) for who in people]
+        leased = [(who, desk.lease_next(who, 60)) for who in people]
         leased = [(who, q) for who, q in leased if q is not None]
         if not leased:
             return asked
         for who, query in leased:
             assert query.placing
-            store.answer(query.id, who, returns_label(store.pairs(np.array([query.id]))))
+            desk.answer(query.id, who, returns_label(store.pairs(np.array([query.id]))))
             asked += 1
 
 
@@ -195,8 +198,9 @@ def ranked_store(tmp_path, n: int = 6, seed: int = 1) -> tuple[QueryStore, np.nd
 @pytest.mark.parametrize("people", [("alice",), ("alice", "bob")])
 def test_every_clip_is_placed_and_each_pair_the_ranking_implies_is_a_label_its_returns_agree_with(tmp_path, people):
     store, returns = ranked_store(tmp_path)
+    desk = AnswerStore(store.path)
     asked = place_all(store, people)
-    status = store.status()
+    status = desk.status()
     assert status["ranked_clips"] == 12 and status["ranking_groups"] == len(set(returns))
     assert asked == status["answers"] < 12 * math.ceil(math.log2(13))
     # The status tells the comparisons people answered from the pairs the ranking implied.
@@ -204,14 +208,14 @@ def test_every_clip_is_placed_and_each_pair_the_ranking_implies_is_a_label_its_r
     ids = store.open_ids()
     taken = store.take(ids, 0)
     assert taken.done.all() and len(ids) == 12 * 11 // 2  # one label for each two clips ranked
-    assert (store.status()["answered"], store.status()["in_training"]) == (asked, 12 * 11 // 2)
+    assert (desk.status()["answered"], desk.status()["in_training"]) == (asked, 12 * 11 // 2)
     got = store.pairs(ids).rews.sum(-1)
     np.testing.assert_array_equal(taken.labels, 0.5 * (1 + np.sign(got[:, 0] - got[:, 1])))
     assert set(taken.annotators) <= set(people) | {""}  # the first clip opened the ranking with nobody asked
-    ranking = store.ranking()
+    ranking = desk.ranking()
     by_clip = {f"clip{c:06d}.mp4": r for c, r in enumerate(returns)}
     assert [sorted({by_clip[m] for m in group}) for group in ranking] == [[r] for r in sorted(set(returns))]
-    instructions = store.instructions(ids)
+    instructions = desk.instructions(ids)
     assert set(instructions) == {"Keep it up"}
 
 
@@ -226,80 +230,85 @@ def test_undo_takes_back_the_comparison_an_answer_led_to_and_the_clip_is_placed_
     pairs = random_pairs(2, seed=0)
     pairs.rews[:] = np.array([[[0.0], [1.0]], [[2.0], [3.0]]])  # clips 0..3 worth 0, 1, 2, 3
     store = QueryStore(tmp_path / "queries.sqlite")
+    desk = AnswerStore(store.path)
     store.publish_clips(np.arange(2), 0, pairs, "")
     # Clip 0 opened the ranking; 1, 2 and 3 each wait for a comparison with it.
-    first = store.lease_next("alice", 60)
-    store.answer(first.id, "alice", "right")  # the newest, clip 3, wrongly called worse than clip 0
-    assert store.status()["ranked_clips"] == 2
-    again = store.undo("alice", 60)
-    assert again.id == first.id and again.placing and store.status()["ranked_clips"] == 1
+    first = desk.lease_next("alice", 60)
+    desk.answer(first.id, "alice", "right")  # the newest, clip 3, wrongly called worse than clip 0
+    assert desk.status()["ranked_clips"] == 2
+    again = desk.undo("alice", 60)
+    assert again.id == first.id and again.placing and desk.status()["ranked_clips"] == 1
     assert store.take(store.open_ids(), 0).done.sum() == 0  # the pair it implied is gone with it
-    store.answer(first.id, "alice", "left")
+    desk.answer(first.id, "alice", "left")
     place_all(store)
-    assert store.ranking() == [[f"clip{c:06d}.mp4"] for c in range(4)]
+    assert desk.ranking() == [[f"clip{c:06d}.mp4"] for c in range(4)]
 
 
 def test_undoing_a_placement_takes_back_every_pair_it_implied_and_the_ranking_closes_the_gap(tmp_path):
     pairs = random_pairs(2, seed=0)
     pairs.rews[:] = np.array([[[5.0], [9.0]], [[7.0], [1.0]]])  # clips 0..3 worth 5, 9, 7 and 1 a step
     store = QueryStore(tmp_path / "queries.sqlite")
+    desk = AnswerStore(store.path)
     store.publish_clips(np.arange(2), 0, pairs, "")  # clip 0 opens the ranking
-    store.answer(store.lease_next("alice", 60).id, "alice", "right")  # clip 3 is worse than clip 0
-    store.answer(store.lease_next("bob", 60).id, "bob", "left")  # clip 2 is better
-    assert store.ranking() == [["clip000003.mp4"], ["clip000000.mp4"], ["clip000002.mp4"]]
-    again = store.undo("alice", 60)  # clip 3 leaves, with its pair against clip 0 and clip 2's against it
-    assert store.ranking() == [["clip000000.mp4"], ["clip000002.mp4"]]
+    desk.answer(desk.lease_next("alice", 60).id, "alice", "right")  # clip 3 is worse than clip 0
+    desk.answer(desk.lease_next("bob", 60).id, "bob", "left")  # clip 2 is better
+    assert desk.ranking() == [["clip000003.mp4"], ["clip000000.mp4"], ["clip000002.mp4"]]
+    again = desk.undo("alice", 60)  # clip 3 leaves, with its pair against clip 0 and clip 2's against it
+    assert desk.ranking() == [["clip000000.mp4"], ["clip000002.mp4"]]
     ids = store.open_ids()
     taken = store.take(ids, 0)
     assert taken.labels.tolist() == [1.0] and store.pairs(ids[taken.done]).rews[..., 0].tolist() == [[7.0, 5.0]]
-    store.answer(again.id, "alice", "right")
+    desk.answer(again.id, "alice", "right")
     place_all(store)  # clip 1, the best, placed from its return above them all
-    assert store.ranking() == [[f"clip{c:06d}.mp4"] for c in (3, 0, 2, 1)]
+    assert desk.ranking() == [[f"clip{c:06d}.mp4"] for c in (3, 0, 2, 1)]
 
 
 def test_undo_mid_placement_withdraws_the_next_comparison_even_from_whoever_holds_it(tmp_path):
     store, _ = ranked_store(tmp_path, n=8)
+    desk = AnswerStore(store.path)
     place_all(store)
     pairs = random_pairs(1, seed=9)
     pairs.rews[:] = 100.0  # better than every clip: placed after several comparisons
     store.publish_clips(np.array([8]), 1, pairs, "")
-    step = store.lease_next("alice", 60)
+    step = desk.lease_next("alice", 60)
     _, clip = pending_step(store)
-    store.answer(step.id, "alice", "left")
+    desk.answer(step.id, "alice", "left")
     follow, _ = pending_step(store, clip)
-    assert store.lease_next("bob", 60).id == follow  # the newest comparison
-    store.undo("alice", 60)
+    assert desk.lease_next("bob", 60).id == follow  # the newest comparison
+    desk.undo("alice", 60)
     with pytest.raises(QueryError, match="no query"):
-        store.answer(follow, "bob", "left")  # bob's comparison was taken back: nothing is recorded
+        desk.answer(follow, "bob", "left")  # bob's comparison was taken back: nothing is recorded
     assert pending_step(store, clip) == (step.id, clip)
 
 
 def test_an_undo_is_refused_once_a_later_comparison_of_the_clip_or_its_implied_pairs_are_settled(tmp_path):
     store, _ = ranked_store(tmp_path, n=8)
+    desk = AnswerStore(store.path)
     place_all(store)
     pairs = random_pairs(1, seed=9)
     pairs.rews[:] = 100.0
     store.publish_clips(np.array([8]), 1, pairs, "")
-    store.answer(store.lease_next("alice", 60).id, "alice", "left")
-    store.answer(store.lease_next("bob", 60).id, "bob", "left")
+    desk.answer(desk.lease_next("alice", 60).id, "alice", "left")
+    desk.answer(desk.lease_next("bob", 60).id, "bob", "left")
     with pytest.raises(QueryError, match="compared again since"):
-        store.undo("alice", 60)
+        desk.undo("alice", 60)
     place_all(store, ("bob",))
     store.take(store.open_ids(), 1)
     with pytest.raises(QueryError, match="already in training"):
-        store.undo("bob", 60)
+        desk.undo("bob", 60)
 
 
 def test_cant_tell_an_expired_or_a_withdrawn_comparison_leaves_the_clip_out_of_the_ranking(tmp_path):
     store, _ = ranked_store(tmp_path, n=3)  # clip 0 opens the ranking, five wait for a comparison
-    store.answer(store.lease_next("alice", 60).id, "alice", "cant_tell")
+    desk = AnswerStore(store.path)
+    desk.answer(desk.lease_next("alice", 60).id, "alice", "cant_tell")
     store.expire_oldest(keep=2)  # the two oldest of the four waiting expire
     store.withdraw(np.array([pending_step(store)[0]]))
     place_all(store)
     with sqlite3.connect(store.path) as db:
         states = dict(db.execute("SELECT state, count(*) FROM clips GROUP BY state").fetchall())
     assert states == {"dropped": 4, "ranked": 2}
-    assert store.status()["ranked_clips"] == 2 and len(store.open_ids()) == 1
+    assert desk.status()["ranked_clips"] == 2 and len(store.open_ids()) == 1
 
 
 def test_labels_taken_after_a_checkpoint_are_taken_again_on_resume(tmp_path):
@@ -349,7 +358,7 @@ def test_a_person_ranking_clips_over_http_teaches_cartpole_in_a_third_of_the_ans
                 "total_comparisons=10", "gatherer.port=0", "gatherer.min_answered_frac=1", "logger=none",
                 f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text())["true_return_mean"] >= 475
-    status = QueryStore(RunFolder(run_dir).queries_db).status()
+    status = AnswerStore(RunFolder(run_dir).queries_db).status()
     assert status["answers"] == person.answered <= 34 and status["ranked_clips"] == 20
     assert RunFolder(run_dir).metrics()[-1]["comparisons"] == 190  # every pair of the 20 clips
 
@@ -365,7 +374,7 @@ def test_a_ranking_trained_as_a_list_replaces_its_pairs_in_training_and_they_sta
     assert (last["comparisons"], last["ranked_clips"]) == (0, 12) and last["ranking_loss"] > 0
     ranking = PreferenceDataset.load(run.path / "checkpoints" / "final" / "ranking")
     assert sorted(ranking.ids.tolist()) == list(range(12))
-    assert QueryStore(run.queries_db).status()["in_training"] == 12 * 11 // 2
+    assert AnswerStore(run.queries_db).status()["in_training"] == 12 * 11 // 2
     journal = [PreferenceDataset.load(p) for p in sorted(run.labels_dir.iterdir())]
     assert sum(len(d) for d in journal) == 12 * 11 // 2  # the pairs it implies, journalled
 
@@ -452,13 +461,14 @@ def test_a_round_waits_for_its_share_of_clips_placed_and_takes_the_pairs_they_im
     from rlhp.human.gatherer import HumanGatherer
 
     store, _ = ranked_store(tmp_path, n=4)  # clip 0 opens the ranking; 7 wait for a comparison
+    desk = AnswerStore(store.path)
     assert store.count_answered() == (0, 7)
     gatherer = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.5, poll_s=0.01)
 
     def person() -> None:  # places four clips, one comparison at a time, as the round waits
-        while store.status()["ranked_clips"] < 5:
-            query = store.lease_next("alice", 60)
-            store.answer(query.id, "alice", returns_label(store.pairs(np.array([query.id]))))
+        while desk.status()["ranked_clips"] < 5:
+            query = desk.lease_next("alice", 60)
+            desk.answer(query.id, "alice", returns_label(store.pairs(np.array([query.id]))))
 
     import threading
 

@@ -20,9 +20,11 @@ from rlhp.data import PreferenceDataset, RatingDataset
 from rlhp.errors import ArgumentError
 from rlhp.human.gatherer import HumanGatherer
 from rlhp.human.querent import WebQuerent
+from rlhp.human.schema import OffScale, QueryError
+from rlhp.human.server.answers import AnswerStore
 from rlhp.human.server.app import create_app
 from rlhp.human.server.scripted import ScriptedAnnotator
-from rlhp.human.store import OffScale, QueryError, QueryStore
+from rlhp.human.store import QueryStore
 from rlhp.rewards import RewardNet
 from rlhp.runs import RunFolder
 from rlhp.training import RewardTrainer
@@ -124,14 +126,15 @@ def rating_store(tmp_path, n: int = 3, scale: int = 5) -> tuple[QueryStore, np.n
 
 def test_a_rating_query_takes_a_rating_on_its_scale_and_the_trainer_takes_it_with_its_clip(tmp_path):
     store, returns = rating_store(tmp_path)
-    query = store.lease_next("alice", 60)
+    desk = AnswerStore(store.path)
+    query = desk.lease_next("alice", 60)
     assert query.scale == 5 and query.right_clip == "" and not query.placing
     with pytest.raises(QueryError, match="asks for a rating"):
-        store.answer(query.id, "alice", "left")
+        desk.answer(query.id, "alice", "left")
     with pytest.raises(OffScale, match="1 to 5, not 6"):
-        store.rate(query.id, "alice", 6)
-    assert store.rate(query.id, "alice", 4) == 1
-    store.rate(store.lease_next("alice", 60).id, "alice", None)  # can't tell
+        desk.rate(query.id, "alice", 6)
+    assert desk.rate(query.id, "alice", 4) == 1
+    desk.rate(desk.lease_next("alice", 60).id, "alice", None)  # can't tell
     ids = store.open_ids()
     taken = store.take(ids, 0)
     assert taken.rated.all() and taken.scale == 5
@@ -145,9 +148,10 @@ def test_a_pair_query_takes_no_rating(tmp_path):
     from test_annotate import publish
 
     store = publish(tmp_path, 1)
-    query = store.lease_next("alice", 60)
+    desk = AnswerStore(store.path)
+    query = desk.lease_next("alice", 60)
     with pytest.raises(QueryError, match="asks for a choice between its clips"):
-        store.rate(query.id, "alice", 3)
+        desk.rate(query.id, "alice", 3)
 
 
 def test_the_api_rates_refuses_off_scale_in_a_422_and_undo_gives_the_clip_back(tmp_path):
@@ -171,11 +175,12 @@ def test_the_api_rates_refuses_off_scale_in_a_422_and_undo_gives_the_clip_back(t
 
 def answer_every_query(store: QueryStore, queries: int) -> None:
     """Lease ``queries`` queries to one person and answer each: a rating of 2 for a clip, left for a pair."""
-    for query in [store.lease_next("alice", 60) for _ in range(queries)]:
+    desk = AnswerStore(store.path)
+    for query in [desk.lease_next("alice", 60) for _ in range(queries)]:
         if query.scale:
-            store.rate(query.id, "alice", 2)
+            desk.rate(query.id, "alice", 2)
         else:
-            store.answer(query.id, "alice", "left")
+            desk.answer(query.id, "alice", "left")
 
 
 def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_what_rating_cannot_ask(tmp_path):
@@ -187,7 +192,7 @@ def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_wh
         scales = {r[0] for r in db.execute("SELECT scale FROM queries WHERE kind = 'rate'")}
     assert kinds == {"pair": 5, "rate": 10} and scales == {7}  # half the pairs asked, both clips of the rest rated
     answer_every_query(querent.store, 15)
-    status = querent.store.status()
+    status = AnswerStore(querent.store.path).status()
     assert status["answers"] == 15 and status["ratings"] == 10  # the status counts ratings apart
     for kwargs, key in (({"mode": "rate", "scale": 1}, "scale"), ({"mode": "rate", "rate_share": 1.5}, "rate_share"),
                         ({"mode": "rate", "gold_rate": 0.1}, "gold_rate"),
@@ -201,15 +206,16 @@ def test_a_rating_querent_rates_its_share_of_pairs_and_asks_the_rest_refusing_wh
 
 def test_the_human_gatherer_hands_the_loop_ratings_beside_labels(tmp_path):
     store, _ = rating_store(tmp_path, n=2)
+    desk = AnswerStore(store.path)
     from test_annotate import publish
 
     publish(tmp_path, 2, first=100)
     for _ in range(6):
-        query = store.lease_next("alice", 60)
+        query = desk.lease_next("alice", 60)
         if query.scale:
-            store.rate(query.id, "alice", 2)
+            desk.rate(query.id, "alice", 2)
         else:
-            store.answer(query.id, "alice", "left")
+            desk.answer(query.id, "alice", "left")
     answers = HumanGatherer(tmp_path, serve=False, min_answered_frac=0.0)()
     assert len(answers) == 2 and answers.labels.tolist() == [1.0, 1.0]
     assert answers.ratings.ratings.tolist() == [2.0] * 4 and answers.ratings.scale == 5
@@ -227,7 +233,7 @@ def test_a_person_rating_clips_over_http_teaches_cartpole(tmp_path):
                 f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text())["true_return_mean"] >= 475
     run = RunFolder(run_dir)
-    status = QueryStore(run.queries_db).status()
+    status = AnswerStore(run.queries_db).status()
     assert status["answers"] == status["ratings"] == 50
     assert run.metrics()[-1]["ratings"] == 50 and run.metrics()[-1]["rating_accuracy"] > 0.5
     assert len(PreferenceDataset.load(run.path / "checkpoints" / "final" / "ratings")) == 50

@@ -14,7 +14,8 @@ from rlhp.errors import ArgumentError, DataError
 from rlhp.feedback import Querent
 from rlhp.human.clips import ClipRenderer
 from rlhp.human.prefetch import ClipPrefetcher, DrawOnPublish
-from rlhp.human.store import QueryStore, clip_ids, clip_media
+from rlhp.human.schema import clip_ids, clip_media
+from rlhp.human.store import QueryStore
 from rlhp.runs import RunFolder
 
 INSTRUCTION_FILES = (".md", ".markdown", ".txt")

@@ -175,7 +175,7 @@ class RunFolder:
 
     @property
     def queries_db(self) -> Path:
-        """Human queries, their leases and answers (SQLite, see :class:`~rlhp.human.store.QueryStore`)."""
+        """Human queries, their leases and answers (SQLite, see :mod:`rlhp.human.schema`)."""
         return self.path / "queries.sqlite"
 
     @property

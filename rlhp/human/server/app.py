@@ -22,8 +22,9 @@ from pydantic import BaseModel, Field
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
 from rlhp.data.ratings import MAX_SCALE
-from rlhp.human.store import Person, QueryError, QueryStore
-from rlhp.human.store import Query as StoredQuery
+from rlhp.human.schema import Person, QueryError
+from rlhp.human.schema import Query as StoredQuery
+from rlhp.human.server.answers import AnswerStore
 from rlhp.runs import RunFolder
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ def create_app(run_dir: str | Path, token: str | None = None, lease_s: float = 1
     run = RunFolder(run_dir)
     if not run.path.is_dir():
         raise FileNotFoundError(f"no run folder at {str(run.path)!r}")
-    store = QueryStore(run.queries_db)
+    store = AnswerStore(run.queries_db)
     run.media_dir.mkdir(exist_ok=True)
     app = FastAPI(title="rlhp annotation", version="1",
                   description="Label clips from an rlhp-train run: which of two does the task better, where a "
@@ -214,7 +215,7 @@ def _refusals(app: FastAPI) -> None:
         return JSONResponse({"detail": detail}, 422)
 
 
-def _labelling(app: FastAPI, store: QueryStore, lease_s: float) -> None:
+def _labelling(app: FastAPI, store: AnswerStore, lease_s: float) -> None:
     """The routes a person labels through: the next query leased, an answer, a rating, an undo."""
 
     def clip_pair(query: StoredQuery) -> ClipPair:

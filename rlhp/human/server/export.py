@@ -16,7 +16,7 @@ from rlhp.data.hf import load_saved
 from rlhp.data.hub import is_repo_id, labels_card, open_trajectories, push_to_hub, stage_for_hub
 from rlhp.data.label_files import LabelFormat, SegmentLabels, flat_starts, write_label_files
 from rlhp.errors import ConfigError, DataError
-from rlhp.human.store import QueryStore
+from rlhp.human.server.answers import AnswerStore
 from rlhp.runs import RunFolder
 from rlhp.runs.folder import Journal
 
@@ -64,7 +64,7 @@ def export_labels(run_dir: str | Path, dest: str, private: bool = False, api: Hf
     ds, rated = journal_dataset(run.label_journal), journal_dataset(run.rating_journal)
     if ds is None and rated is None:
         raise DataError(f"{str(run.path)!r} holds no labels yet (its labels/ and ratings/ folders are empty)")
-    store = QueryStore(run.queries_db) if run.queries_db.is_file() else None
+    store = AnswerStore(run.queries_db) if run.queries_db.is_file() else None
     parts = {name: part for name, part in (("pairs", ds), ("ratings", rated)) if part is not None}
     asked = []
     for name, part in parts.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from rlhp.human.store import QueryStore
+from rlhp.human.server.answers import AnswerStore
 from rlhp.runs import RunFolder
 
 
@@ -30,7 +30,7 @@ class ScriptedAnnotator:
     def __init__(self, run_dir: str | Path, name: str = "script", url: str | None = None, pause_s: float = 0.0,
                  random_rate: float = 0.0, flip_rate: float = 0.0, seed: int = 0) -> None:
         self.run, self.name, self.url, self.pause_s = RunFolder(run_dir), name, url, pause_s
-        self.store = QueryStore(self.run.queries_db)
+        self.store = AnswerStore(self.run.queries_db)
         self.random_rate, self.flip_rate, self.rng = random_rate, flip_rate, np.random.default_rng(seed)
         self.answered = 0
         self.seen = (np.inf, -np.inf)  # the lowest and highest return of the clips it rated
