@@ -103,3 +103,12 @@ def test_arrays_of_python_objects_are_not_data():
         Saver(Arrays({}))(np.array([{"a": 1}], dtype=object))
     with pytest.raises(DataError, match="are not data"):
         Loader(Arrays({}))({"scalar": 1, "dtype": "|O"})
+
+
+def test_one_value_the_config_shares_where_the_file_holds_two_becomes_two():
+    saved = {"a": [1], "b": [2]}  # the run replaced one of them since it was built
+    shared: list[int] = []
+    fresh = {"a": shared, "b": shared}
+    tree, arrays = through_json(saved)
+    back = Loader(arrays).load(tree, fresh)
+    assert back == {"a": [1], "b": [2]} and back["a"] is shared and back["b"] is not shared
