@@ -1,5 +1,5 @@
 """What a round's checkpoint costs: bytes written and seconds, against the round's own time and, for an
-off-policy agent, against its replay buffer's size.
+off-policy agent, against its replay buffer's size; and the seconds a resume takes to read the last one back.
 
 Three cases: ``experiment=cartpole`` (PPO), ``experiment=pendulum`` (SAC, 50k buffer) and the same SAC
 with a 1,000,000-transition buffer filled to the brim before the first round (random transitions inside
@@ -23,7 +23,7 @@ import torch
 from hydra import compose, initialize_config_module
 
 from rlhp.experiment.callbacks import Checkpointer
-from rlhp.experiment.checkpoints import RunRecord
+from rlhp.experiment.checkpoints import RunRecord, load_checkpoint
 from rlhp.experiment.compose import compose as compose_run
 from rlhp.runs import RunFolder
 
@@ -80,6 +80,9 @@ def measure(case: str, rounds: int) -> list[dict[str, float]]:
             written = sum(size for path, (size, mtime) in after.items() if before.get(path, (0, 0))[1] != mtime)
             rows.append({"round": result.iteration, "round_s": round_s, "checkpoint_s": save_s,
                          "written_bytes": written, "buffer_bytes": buffer_bytes})
+        start = time.perf_counter()
+        load_checkpoint(run.checkpoint(f"iter_{rows[-1]['round']:04d}"))  # what a resume reads and builds
+        rows[-1]["resume_s"] = time.perf_counter() - start
         return rows
 
 
@@ -105,6 +108,7 @@ def main() -> None:
                   f"{r['written_bytes'] / 1e6:>12.2f}{of_buffer:>11}")
         if rows[0]["buffer_bytes"]:
             print(f"{'':<10}{'':>6} replay buffer: {rows[0]['buffer_bytes'] / 1e6:.1f} MB")
+        print(f"{'':<10}{'':>6} resume from the last checkpoint: {rows[-1]['resume_s']:.2f} s")
 
 
 if __name__ == "__main__":
