@@ -36,13 +36,13 @@ import numpy as np
 from omegaconf import OmegaConf
 from playwright.sync_api import sync_playwright
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.human.querent import WebQuerent
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.runs import RunFolder
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 KEYS = {"pairs": ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowLeft", "ArrowRight"], "rate": ["3", "1", "5", "2", "4"]}
 """The keys pressed in turn: a choice between two clips (pairs and rank modes), or a rating."""

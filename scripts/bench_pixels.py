@@ -31,14 +31,14 @@ import torch
 from docblock import write_block
 from torch.utils.flop_counter import FlopCounterMode
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.data.frames import held_bytes
 from rlhp.data.hf import load_trajectories, save_trajectories
 from rlhp.envs import AtariEnv, MinAtarEnv
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import CnnRewardNet
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 from rlhp.training import RewardTrainer
 
 FRAME = 84 * 84

@@ -31,10 +31,10 @@ import numpy as np
 from docblock import show
 from hydra.utils import instantiate
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.report.folders import Run, find_runs, overrides_by_key
 from rlhp.report.stats import mean_ci
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 BIN = Path(sys.executable).parent
 TARGETS = {"cartpole": 475.0, "pendulum": -200.0}

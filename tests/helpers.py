@@ -86,10 +86,10 @@ def loaded_into(original: object, fresh: T) -> T:
 def random_dataset(path: Path, env_id: str, episodes: int = 0, steps: int = 0) -> Path:
     """A random policy's episodes of ``env_id`` (at least ``episodes``, covering ``steps``) saved as an rlhp
     trajectory dataset at ``path``."""
+    from rlhp.agents.policies import random_policy
+    from rlhp.agents.rollout import rollout
     from rlhp.data import save_trajectories
     from rlhp.envs import GymEnv
-    from rlhp.sources.policies import random_policy
-    from rlhp.sources.rollout import rollout
 
     venv = GymEnv(env_id, n_envs=2).make(seed=0)
     venv.action_space.seed(0)
@@ -190,7 +190,7 @@ def _run_command(cmd: str, argv: list[str], cwd: str, env: dict[str, str], out: 
     sys.argv = [str(BIN / cmd), *argv]
     code = 0
     try:
-        COMMANDS[cmd].load()()
+        sys.exit(COMMANDS[cmd].load()())  # as the console script does: what main returns is the exit status
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
         if not isinstance(stop.code, int | None):

@@ -4,11 +4,11 @@ the published methods as options on top."""
 import pytest
 from helpers import composed
 
+from rlhp.agents.hybrid_replay import HybridReplayBuffer
 from rlhp.experiment.compose import compose
 from rlhp.experiment.config import build
 from rlhp.loop.pools import RecentEpisodes
 from rlhp.loop.schedules import comparison_schedule
-from rlhp.sources.hybrid_replay import HybridReplayBuffer
 
 # task: (env id, labels, agent steps, steps between reward updates, labels an update): the five tasks of the
 # headline from PPE's Tables 1 and 10 (rlhp/experiment/protocols.py), the rest from B-Pref's and QPA's scripts.

@@ -16,6 +16,8 @@ from omegaconf import OmegaConf
 from playwright.sync_api import Page, sync_playwright
 from test_annotate import wait_for_url
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv, MetaWorldEnv
 from rlhp.envs.tasks import Backflip
@@ -24,8 +26,6 @@ from rlhp.human.querent import WebQuerent
 from rlhp.human.server.answers import AnswerStore
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.runs import RunFolder
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 CHROMIUM = "/usr/bin/chromium"
 INSTRUCTIONS = "Prefer the clip where the pole stays **upright**."

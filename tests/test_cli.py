@@ -13,12 +13,12 @@ from helpers import composed, config_groups, group_options, imitation_dataset, r
 from stable_baselines3 import PPO
 
 import rlhp.experiment.cli as cli
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import PreferenceDataset, save_trajectories
 from rlhp.data.frames import held_bytes
 from rlhp.data.hub import open_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 pytestmark = pytest.mark.slow
 

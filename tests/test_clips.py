@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from helpers import NO_PICTURES, loaded_into, saved_state
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import FragmentPairs
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.states import shrunk_screen
@@ -33,8 +35,6 @@ from rlhp.human.querent import WebQuerent
 from rlhp.human.server.answers import AnswerStore
 from rlhp.human.store import QueryStore
 from rlhp.loop.fragmenters import RandomFragmenter
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 
 def test_a_minatar_cell_shows_the_colour_of_its_highest_lit_channel():

@@ -10,14 +10,14 @@ import torch
 import torch.nn.functional as F
 from stable_baselines3 import DQN
 
-import rlhp.sources.agent as agent_module
+import rlhp.agents.agent as agent_module
+from rlhp.agents import AgentTrainer
+from rlhp.agents.extractors import SmallGridCNN
 from rlhp.data import FragmentPairs, PreferenceDataset
 from rlhp.envs import MinAtarEnv
 from rlhp.errors import ArgumentError
 from rlhp.rewards import CnnRewardNet
 from rlhp.rewards.bodies import Dropout, masks_drawn_from
-from rlhp.sources import AgentTrainer
-from rlhp.sources.extractors import SmallGridCNN
 from rlhp.training import RewardTrainer
 
 GRID = gym.spaces.Box(0, 1, (4, 10, 10), np.uint8)  # MinAtar-like: a channel per kind of object

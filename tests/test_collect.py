@@ -14,6 +14,7 @@ from huggingface_hub import DatasetCard
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+from rlhp.agents.rollout import rollout
 from rlhp.data import Trajectory
 from rlhp.data.hf import summary
 from rlhp.data.hub import open_trajectories
@@ -21,7 +22,6 @@ from rlhp.demos.experts import TrainedExpert
 from rlhp.envs import GymEnv
 from rlhp.errors import ConfigError, RunError
 from rlhp.experiment.collect import check_quality
-from rlhp.sources.rollout import rollout
 from rlhp.video import check_renders
 
 QUICK = ["episodes=4", "n_envs=2", "video.episodes=0", "min_mean_return=null", "expert.total_timesteps=1024",

@@ -272,8 +272,8 @@ def test_every_domain_names_an_argument_of_an_sb3_algorithm_and_every_numeric_ag
     import sbx
     import stable_baselines3 as sb3
 
+    from rlhp.agents.domains import DOMAINS, OFFLINE_DOMAINS
     from rlhp.offline.algorithm import LEARNERS, learner_class
-    from rlhp.sources.domains import DOMAINS, OFFLINE_DOMAINS
     arguments = {name for algo in (sb3.PPO, sb3.A2C, sb3.DQN, sb3.SAC, sb3.TD3, sbx.SAC, sbx.TQC, sbx.CrossQ,
                                    sbx.PPO)
                  for name in inspect.signature(algo.__init__).parameters}
@@ -308,7 +308,7 @@ def test_sb3_domains_refuse_what_lies_outside_and_accept_what_lies_inside(name, 
 
     import stable_baselines3 as sb3
 
-    from rlhp.sources.domains import check_domains
+    from rlhp.agents.domains import check_domains
     for value in bad:
         with pytest.raises(ConfigError, match=f"`agent.{name}` must be"):
             check_domains(functools.partial(sb3.PPO, **{name: value}))
@@ -323,8 +323,8 @@ def test_an_sbx_agent_given_a_torch_feature_extractor_is_refused_naming_it():
     import sbx
     import stable_baselines3 as sb3
 
-    from rlhp.sources.domains import check_domains
-    from rlhp.sources.extractors import SmallGridCNN
+    from rlhp.agents.domains import check_domains
+    from rlhp.agents.extractors import SmallGridCNN
     torch_cnn = {"policy": "CnnPolicy", "policy_kwargs": {"features_extractor_class": SmallGridCNN}}
     with pytest.raises(ConfigError, match=r"`agent.policy_kwargs.features_extractor_class` is a torch network, "
                                           r"which SBX's PPO \(JAX\) cannot run"):

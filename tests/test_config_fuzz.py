@@ -32,6 +32,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import save_trajectories
 from rlhp.data.label_files import SegmentLabels, write_label_files
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
@@ -42,8 +44,6 @@ from rlhp.experiment.config import build
 from rlhp.experiment.launch import Launch
 from rlhp.experiment.train import optimized_value, train
 from rlhp.runs import RunFolder
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 DEEP = os.environ.get("RLHP_FUZZ_DEEP") == "1"
 EXAMPLES = 40 if DEEP else 4

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a G
 MINATAR = [*FAST, "experiment=minatar_breakout", "num_rounds=4", "device=cuda"]
 KILL_AT_AGENT_TRAINING = """
 import os, signal, sys
-import rlhp.sources.agent as agent
+import rlhp.agents.agent as agent
 original, calls, nth = agent.AgentTrainer.train, [], int(sys.argv[1])
 def killer(*args, **kwargs):
     calls.append(1)

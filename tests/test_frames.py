@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import PreferenceDataset, TrajectoryRecorder, load_trajectories, save_trajectories
 from rlhp.data.frames import frames_of, held_bytes
 from rlhp.data.state import Arrays, Loader, Saver
 from rlhp.envs import AtariEnv
 from rlhp.human.schema import pair_to_blob, pairs_from_blobs
 from rlhp.loop.fragmenters import RandomFragmenter
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 pytest.importorskip("ale_py")
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+from rlhp.agents.hybrid_replay import HybridReplayBuffer
 from rlhp.errors import ArgumentError
-from rlhp.sources.hybrid_replay import HybridReplayBuffer
 
 OBS, ACT = spaces.Box(-np.inf, np.inf, (1,), np.float32), spaces.Box(-1, 1, (1,), np.float32)
 

@@ -17,7 +17,8 @@ FLOORS = [
     {"data", "preference_model", "runs"},                 # what flows between the parts; the run folder
     {"envs", "rewards"},
     {"training", "feedback", "offline"},                  # offline: the learners, a library as SB3 is
-    {"sources"},                                          # the agents and where trajectories come from
+    {"agents"},                                           # the agent, and what only it uses
+    {"sources"},                                          # where trajectories come from besides the agent
     {"loop", "demos", "human"},
     {"api", "report"},
     {"experiment"},                                       # the commands: everything

@@ -10,6 +10,7 @@ import torch
 from gymnasium import spaces
 from helpers import loaded_into, trajectory
 
+from rlhp.agents import Agent, AgentReport, NoAgent
 from rlhp.data import PreferenceDataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError, VariableHorizonError
@@ -25,7 +26,7 @@ from rlhp.loop import (
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.loop.pools import THIS_ROUND, QueryPool
 from rlhp.rewards import RewardNet
-from rlhp.sources import Agent, AgentReport, NoAgent, TrajectorySource
+from rlhp.sources import TrajectorySource
 from rlhp.training import PseudoLabels, RewardTrainer
 
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=1)  # the run's env, which the fake sources below never step

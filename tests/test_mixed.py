@@ -9,6 +9,8 @@ from helpers import random_pairs
 from stable_baselines3 import PPO
 from test_annotate import publish
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import trajectories_to_dataset
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError
@@ -17,8 +19,6 @@ from rlhp.human.gatherer import HumanGatherer
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.rewards import RewardNet
 from rlhp.sources import DemoSource
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 
 def test_demonstration_pairs_are_ranked_and_every_pair_with_an_agent_fragment_goes_to_the_teacher():

@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 from helpers import assert_loads_in_a_fresh_interpreter, composed, random_dataset, run_cli, run_killed, trajectory
 
+from rlhp.agents.offline import OfflineAgent
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data.hub import check_source, open_trajectories
 from rlhp.data.label_files import SegmentLabels, read_label_files, write_label_files
 from rlhp.data.minari import RECIPES, save_minari
@@ -18,9 +21,6 @@ from rlhp.experiment.config import validate_collect
 from rlhp.experiment.preflight import check_command_line
 from rlhp.offline import OfflineAlgorithm, Transitions, saved_policy
 from rlhp.rewards import EnvReward
-from rlhp.sources.offline import OfflineAgent
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 PENDULUM = "rlhp/pendulum/random-v0"
 
@@ -228,7 +228,7 @@ def test_an_offline_run_killed_before_its_agent_trains_resumes_to_the_same_resul
     whole = tmp_path / "whole"
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
     run = tmp_path / "run"
-    killed = run_killed("rlhp.sources.offline", "OfflineAgent.train", 1, *overrides, f"hydra.run.dir={run}",
+    killed = run_killed("rlhp.agents.offline", "OfflineAgent.train", 1, *overrides, f"hydra.run.dir={run}",
                         cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     # The checkpoint holds the dataset's path and hash, not its transitions (2,000 of them, 64 kB of observations).

@@ -2,7 +2,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhp.sources.policies import GaussianActionNoise, mixed_policy, random_policy
+from rlhp.agents.policies import GaussianActionNoise, mixed_policy, random_policy
 
 
 def always_zero(obs):

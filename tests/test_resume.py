@@ -28,7 +28,7 @@ RUN = ["debug=fast", "logger=none", "seed=5", "num_rounds=6", "keep_checkpoints=
 MOMENTS = {
     "between gathering and reward training (round 2)": ("rlhp.training", "RewardTrainer.train", 3),
     "inside a checkpoint write (round 2, after reward_net.pt)": ("torch", "save", 8),
-    "before agent training (round 3)": ("rlhp.sources.agent", "AgentTrainer.train", 4),
+    "before agent training (round 3)": ("rlhp.agents.agent", "AgentTrainer.train", 4),
     "before round 1's trajectory shard": ("rlhp.experiment.callbacks", "TrajectoryWriter.__call__", 2),
     "before round 3's metrics row": ("rlhp.runs.metrics", "MetricsCSV.append", 4),
     "between a checkpoint and pruning (round 4)": ("rlhp.experiment.callbacks", "prune_checkpoints", 5),
@@ -315,7 +315,7 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
     whole = tmp_path / "whole"
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
     run_dir = tmp_path / "run"
-    killed = run_killed("rlhp.sources.agent", "AgentTrainer.train", 3, *overrides, f"hydra.run.dir={run_dir}",
+    killed = run_killed("rlhp.agents.agent", "AgentTrainer.train", 3, *overrides, f"hydra.run.dir={run_dir}",
                         cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of arrays.npz
@@ -426,7 +426,7 @@ def test_a_run_saved_in_format_4_resumes_in_this_release(tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "fixtures" / "format4-run", run_dir)
     resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
-    assert "resuming from" in resumed.stderr and "2 of 3 rounds done" in resumed.stderr
+    assert "resuming from" in resumed.stdout and "2 of 3 rounds done" in resumed.stdout
     assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 2
     assert len(untimed_rows(run_dir)) == 3
 
@@ -440,7 +440,7 @@ def test_a_run_pickled_by_rlhp_0_1_is_converted_only_on_trust_and_then_resumes_a
     checkpoint = run_dir / "checkpoints" / "iter_0001"
     assert (checkpoint / "resume.json").is_file() and (checkpoint / "resume.pt").is_file()  # the pickle is kept
     resumed = run_cli("rlhp-train", f"resume={run_dir}", cwd=tmp_path)
-    assert "2 of 3 rounds done" in resumed.stderr
+    assert "2 of 3 rounds done" in resumed.stdout
     # The same run, never stopped, in this release: the converted state is the state rlhp 0.1 saved.
     whole = tmp_path / "whole"
     run_cli("rlhp-train", "debug=fast", "logger=none", "num_rounds=3", "keep_checkpoints=3",

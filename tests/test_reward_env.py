@@ -7,8 +7,8 @@ from gymnasium.wrappers import TimeLimit
 from helpers import Counter
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from rlhp.agents import RewardVecEnvWrapper
 from rlhp.data import TrajectoryRecorder
-from rlhp.sources import RewardVecEnvWrapper
 
 
 class StubNet:

@@ -12,16 +12,17 @@ from helpers import trajectory
 from stable_baselines3 import DQN, PPO, SAC, TD3
 from stable_baselines3.common.logger import Logger
 
-import rlhp.sources.agent as agent_module
+import rlhp.agents.agent as agent_module
+from rlhp.agents import AgentTrainer
+from rlhp.agents.exploration import StateEntropyReward
+from rlhp.agents.policies import GaussianActionNoise, random_policy
+from rlhp.agents.reward_env import RewardVecEnvWrapper
+from rlhp.agents.rollout import rollout
 from rlhp.data import save_trajectories
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError, RunError
 from rlhp.rewards import EnvReward, RewardNet
-from rlhp.sources import AgentTrainer, DatasetSource
-from rlhp.sources.exploration import StateEntropyReward
-from rlhp.sources.policies import GaussianActionNoise, random_policy
-from rlhp.sources.reward_env import RewardVecEnvWrapper
-from rlhp.sources.rollout import rollout
+from rlhp.sources import DatasetSource
 
 ENV = GymEnv(FIXED_HORIZON_CARTPOLE, n_envs=2)
 
@@ -257,7 +258,7 @@ def test_a_learned_reward_relabels_the_buffer_before_the_critic_starts_again_the
 
 
 def test_a_critic_starts_again_from_the_seeds_fresh_weights_and_forgets_its_optimisers_moments():
-    from rlhp.sources.critic_reset import can_restart_critic, restart_critic
+    from rlhp.agents.critic_reset import can_restart_critic, restart_critic
 
     env = GymEnv("Pendulum-v1", n_envs=2)
     algos = [SAC("MlpPolicy", env.make(0), learning_starts=10, buffer_size=500, policy_kwargs={"net_arch": [16]},
@@ -284,7 +285,7 @@ def test_a_jax_critic_starts_again_from_the_seeds_fresh_weights_and_trains_on(na
     sbx = pytest.importorskip("sbx")
     import jax
 
-    from rlhp.sources.critic_reset import can_restart_critic, restart_critic
+    from rlhp.agents.critic_reset import can_restart_critic, restart_critic
 
     env = GymEnv("Pendulum-v1", n_envs=1)
     algos = [getattr(sbx, name)("MlpPolicy", env.make(0), learning_starts=10, buffer_size=500, seed=s,

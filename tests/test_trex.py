@@ -10,6 +10,8 @@ import torch
 from helpers import FAST, run_cli, trajectory
 from stable_baselines3 import PPO
 
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import PreferenceDataset, save_trajectories, trajectories_to_dataset
 from rlhp.data.hub import open_trajectories
 from rlhp.demos.bc import BehaviourCloning
@@ -18,8 +20,6 @@ from rlhp.errors import ArgumentError
 from rlhp.feedback import Querent, RankedGatherer
 from rlhp.loop.fragmenters import RandomFragmenter
 from rlhp.sources import DatasetSource
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
 
 
 def ranked(ranks: list[float | None], length: int = 30) -> list:

@@ -12,6 +12,8 @@ import torch
 from helpers import composed
 from stable_baselines3 import SAC
 
+from rlhp.agents import AgentTrainer
+from rlhp.agents.exploration import StateEntropyReward
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
@@ -20,8 +22,6 @@ from rlhp.experiment.launch import Launch
 from rlhp.experiment.train import train
 from rlhp.rewards import RewardNet, entropy
 from rlhp.rewards.entropy import state_entropy
-from rlhp.sources import AgentTrainer
-from rlhp.sources.exploration import StateEntropyReward
 from rlhp.training import IntrinsicWarmStart, RewardTrainer
 from rlhp.training.warm_start import transitions
 

@@ -24,14 +24,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from rlhp.agents.domains import check_domains
+from rlhp.agents.policies import Policy
+from rlhp.agents.reward_env import RewardVecEnvWrapper
 from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.data.hub import is_repo_id
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError, DataError, NetworkError
 from rlhp.rewards import EnvReward
-from rlhp.sources.domains import check_domains
-from rlhp.sources.policies import Policy
-from rlhp.sources.reward_env import RewardVecEnvWrapper
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ What keeps a round's checkpoint small, whatever the run's size:
   buffer's newest transitions); a checkpoint's ``chunks.txt`` lists the chunks it uses, and chunks that no
   kept checkpoint uses are deleted.
 - Arrays a part recomputes before reading them again are stored by shape only (see
-  :meth:`rlhp.sources.Agent.derived_arrays`: a replay buffer's rewards, relabelled before every agent phase).
+  :meth:`rlhp.agents.Agent.derived_arrays`: a replay buffer's rewards, relabelled before every agent phase).
 - A part that reads its data from a path keeps the path and a content hash, not the data
   (:class:`rlhp.sources.DatasetSource`).
 

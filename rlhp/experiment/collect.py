@@ -13,6 +13,8 @@ from omegaconf import DictConfig
 from stable_baselines3.common.utils import set_random_seed
 from tqdm.auto import tqdm
 
+from rlhp.agents.policies import mixed_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data import Trajectory
 from rlhp.data.hf import dataset_metadata, save_dataset, summary, trajectories_to_dataset
 from rlhp.data.hub import PREVIEW, dataset_card, push_to_hub, stage_for_hub
@@ -24,8 +26,6 @@ from rlhp.experiment.config import build, validate_collect
 from rlhp.experiment.launch import Launch
 from rlhp.experiment.stops import StopRequest
 from rlhp.logs import CONSOLE
-from rlhp.sources.policies import mixed_policy
-from rlhp.sources.rollout import rollout
 from rlhp.video import FrameRecorder, check_renders, write_video
 
 log = logging.getLogger(__name__)

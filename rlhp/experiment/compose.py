@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 
+from rlhp.agents.offline import OfflineAgent
 from rlhp.data import PreferenceDataset
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
@@ -30,7 +31,6 @@ from rlhp.loop import AsynchronousPreferenceLearning, Loop, PreferenceLearning, 
 from rlhp.loop.schedules import comparison_schedule
 from rlhp.rewards import AgentReward, EnvReward, RewardNet
 from rlhp.sources import TrajectorySource
-from rlhp.sources.offline import OfflineAgent
 from rlhp.training import RewardTrainer
 
 

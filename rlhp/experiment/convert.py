@@ -28,6 +28,7 @@ import torch
 from rlhp.data.frames import stacks
 from rlhp.errors import DataError, RlhpError, RunError
 from rlhp.experiment.checkpoints import Chunks, load_checkpoint, write_state
+from rlhp.experiment.renamed import moved
 from rlhp.runs import RunFolder
 
 OLD_FORMAT = 3
@@ -111,7 +112,7 @@ OLD: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("rlhp.envs.atari", "KeepGameState"): _game,
     ("rlhp.envs.metaworld", "WholePhysics"): _physics,
     ("rlhp.human.querent", "WebQuerent"): _querent,
-    ("rlhp.sources.reward_env", "RewardVecEnvWrapper"): _reward_env,
+    ("rlhp.agents.reward_env", "RewardVecEnvWrapper"): _reward_env,
 }
 """How each part of rlhp 0.1 that pickled its own way comes back: its ``__setstate__`` as it was."""
 
@@ -134,6 +135,7 @@ class _OldUnpickler(pickle.Unpickler):
         """The class or function ``module.name`` stands for now."""
         if module == "rlhp.experiment.checkpoints" and name in READERS:
             return READERS[name]
+        module = moved(module)
         found = super().find_class(module, name)
         return _shim(found, OLD[module, name]) if (module, name) in OLD else found
 
@@ -156,7 +158,9 @@ def convert_checkpoint(path: Path) -> None:
         _CHUNKS.reset(token)
     if not isinstance(saved, dict) or saved.get("format") != OLD_FORMAT:
         raise DataError(f"checkpoint {str(path)!r}: resume.pt is not of format {OLD_FORMAT}")
-    write_state(path, run, saved["loop"], saved["random"], also_used=old_chunks)
+    loop = saved["loop"]
+    vars(loop).setdefault("agent", loop.source.agent)  # rlhp 0.1's loop reached its agent through the source
+    write_state(path, run, loop, saved["random"], also_used=old_chunks)
     try:
         load_checkpoint(path)
     except RlhpError:

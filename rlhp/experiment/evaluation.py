@@ -8,13 +8,14 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
 
+from rlhp.agents import Agent
+from rlhp.agents.policies import random_policy
+from rlhp.agents.rollout import rollout
 from rlhp.data.trajectory import SUCCESS
 from rlhp.envs import GymEnv
 from rlhp.loop import Loop
 from rlhp.rewards import RewardNet, reward_correlation
-from rlhp.sources import Agent, TrajectorySource
-from rlhp.sources.policies import random_policy
-from rlhp.sources.rollout import rollout
+from rlhp.sources import TrajectorySource
 
 
 def policy_return(algorithm: BaseAlgorithm, env: GymEnv, episodes: int, seed: int) -> dict[str, float]:

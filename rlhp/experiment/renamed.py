@@ -1,12 +1,13 @@
-"""Keys that were renamed: a command line that uses an old name is answered with the new one, and a run recorded
-under the old name (its ``.hydra/`` and checkpoints) reads as if it had used the new."""
+"""Keys and modules that were renamed: a command line that uses an old name is answered with the new one, and a run
+recorded under the old name (its ``.hydra/`` and checkpoints) reads as if it had used the new."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlhp.errors import ConfigError
 from rlhp.experiment.launch import override_key
@@ -27,6 +28,19 @@ RENAMED = {
 }
 """Renamed top-level keys, by their old name."""
 
+MOVED = {f"rlhp.sources.{name}": f"rlhp.agents.{name}" for name in (
+    "agent", "base", "critic_reset", "domains", "exploration", "extractors", "hybrid_replay", "offline", "policies",
+    "reward_env", "rollout", "AgentTrainer", "Agent", "AgentReport", "NoAgent", "OfflineAgent", "RewardVecEnvWrapper")}
+"""Modules and classes that moved, by their old dotted name (a config's ``_target_`` or class path names them)."""
+
+
+def moved(name: str) -> str:
+    """Where the module or class once called ``name`` (or a name inside it) is now."""
+    for old, new in MOVED.items():
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return name
+
 
 def renamed_key(argv: list[str]) -> ConfigError | None:
     """The config error for an override that names a key by its old name, saying the new one."""
@@ -38,7 +52,9 @@ def renamed_key(argv: list[str]) -> ConfigError | None:
 
 
 def upgrade(cfg: DictConfig, overrides: list[str]) -> tuple[DictConfig, list[str]]:
-    """A run's recorded config and overrides with every old key under its new name (as they are when none is)."""
+    """A run's recorded config and overrides with every old key under its new name, and every moved module or class
+    it names at its new place (as they are when none is)."""
+    cfg = _moved_targets(cfg)
     old = [key for key in RENAMED if key in cfg]
     if not old:
         return cfg, overrides
@@ -50,3 +66,17 @@ def upgrade(cfg: DictConfig, overrides: list[str]) -> tuple[DictConfig, list[str
         overrides = [f"{rename.new}={rename.value(int(o.split('=', 1)[1]))}" if override_key(o) == key else o
                      for o in overrides]
     return cfg, overrides
+
+
+def _moved_targets(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with every string value that names a moved module or class (see :data:`MOVED`) naming it anew."""
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return moved(node) if isinstance(node, str) else node
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    upgraded = walk(plain)
+    return cfg if upgraded == plain else OmegaConf.create(upgraded)

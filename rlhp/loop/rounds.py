@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlhp.agents import Agent
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, DivergedError
@@ -25,7 +26,7 @@ from rlhp.feedback import Answers, Ratings
 from rlhp.feedback.gatherer import no_answers
 from rlhp.loop.schedules import apportion
 from rlhp.rewards import RewardNet
-from rlhp.sources import Agent, TrajectorySource
+from rlhp.sources import TrajectorySource
 
 log = logging.getLogger(__name__)
 

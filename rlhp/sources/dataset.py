@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rlhp.agents.base import Agent, NoAgent, TrajectorySource, take
+from rlhp.agents.offline import OfflineAgent
 from rlhp.data import Trajectory
 from rlhp.data.hub import open_trajectories
 from rlhp.data.spaces import space_from_json
@@ -18,8 +20,6 @@ from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, DataError, RunError
 from rlhp.offline import OfflineAlgorithm, Transitions
 from rlhp.rewards import AgentReward, EnvReward
-from rlhp.sources.base import Agent, NoAgent, TrajectorySource, take
-from rlhp.sources.offline import OfflineAgent
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from typing import Literal
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from rlhp.agents.agent import AgentTrainer
+from rlhp.agents.base import TrajectorySource
 from rlhp.data import Trajectory
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError
 from rlhp.rewards import AgentReward
-from rlhp.sources.agent import AgentTrainer
-from rlhp.sources.base import TrajectorySource
 from rlhp.sources.dataset import DatasetSource
 
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlhp.agents.policies import Policy
 from rlhp.data import Trajectory, TrajectoryRecorder
-from rlhp.sources.policies import Policy
 
 
 def next_observations(obs: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:

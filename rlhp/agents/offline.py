@@ -12,13 +12,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from rlhp.agents.base import Agent, AgentReport
+from rlhp.agents.domains import check_learner
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.offline.algorithm import OfflineAlgorithm, check_settings, learner_class
 from rlhp.offline.scaling import Scaling
 from rlhp.offline.transitions import Transitions
 from rlhp.rewards import AgentReward
-from rlhp.sources.base import Agent, AgentReport
-from rlhp.sources.domains import check_learner
 
 CHUNK = 500
 """Gradient steps a compiled call (the progress bar moves by this many)."""

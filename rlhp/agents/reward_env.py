@@ -8,9 +8,9 @@ from contextlib import contextmanager
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
+from rlhp.agents.rollout import next_observations, terminations
 from rlhp.data import TrajectoryRecorder
 from rlhp.rewards import AgentReward
-from rlhp.sources.rollout import next_observations, terminations
 
 
 class RewardVecEnvWrapper(VecEnvWrapper):
@@ -20,7 +20,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     The net scores (obs, action, next obs, terminated) of each step, where next obs is the
     episode's last observation (not the reset one) and a time-limit truncation is not a
     termination; the recorder keeps the env's own rewards. Inside :meth:`deferred` the steps are kept and
-    scored later in one pass (an on-policy agent's rollout; see ``rlhp.sources.agent.PayRollout``).
+    scored later in one pass (an on-policy agent's rollout; see ``rlhp.agents.agent.PayRollout``).
     """
 
     def __init__(self, venv: VecEnv, reward: AgentReward, recorder: TrajectoryRecorder) -> None:

@@ -13,19 +13,19 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
+from rlhp.agents.base import Agent, AgentReport, TrajectorySource, take
+from rlhp.agents.critic_reset import can_restart_critic, restart_critic
+from rlhp.agents.domains import check_buffer_memory, check_domains, check_rollout_batch
+from rlhp.agents.exploration import StateEntropyReward
+from rlhp.agents.policies import GaussianActionNoise, mixed_policy
+from rlhp.agents.reward_env import RewardVecEnvWrapper
+from rlhp.agents.rollout import rollout
 from rlhp.data import Trajectory, TrajectoryRecorder
 from rlhp.data.trajectory import successes
 from rlhp.envs import GymEnv
 from rlhp.errors import ArgumentError, ConfigError
 from rlhp.offline import OfflineAlgorithm
 from rlhp.rewards import AgentReward
-from rlhp.sources.base import Agent, AgentReport, TrajectorySource, take
-from rlhp.sources.critic_reset import can_restart_critic, restart_critic
-from rlhp.sources.domains import check_buffer_memory, check_domains, check_rollout_batch
-from rlhp.sources.exploration import StateEntropyReward
-from rlhp.sources.policies import GaussianActionNoise, mixed_policy
-from rlhp.sources.reward_env import RewardVecEnvWrapper
-from rlhp.sources.rollout import rollout
 
 RELABEL_BYTES = 2**28
 """The most float input (observations and next observations) one relabelling pass of a replay buffer builds."""
@@ -75,9 +75,9 @@ class AgentTrainer(TrajectorySource, Agent):
             a state-entropy reward (extra steps beside ``total_timesteps``), so the first queries see
             varied behaviour; an off-policy agent's buffer is relabelled at the first reward update.
         entropy_k: the neighbour whose distance is that reward (see
-            :class:`~rlhp.sources.exploration.StateEntropyReward`).
+            :class:`~rlhp.agents.exploration.StateEntropyReward`).
         reset_critic: once the pre-training ends and the buffer holds the task's reward, an off-policy agent's
-            critic starts again from fresh weights (see :mod:`rlhp.sources.critic_reset`; PEBBLE's and B-Pref's).
+            critic starts again from fresh weights (see :mod:`rlhp.agents.critic_reset`; PEBBLE's and B-Pref's).
         reset_critic_updates: gradient steps on the buffer right after that reset (B-Pref's ``reset_update``).
         max_episode_steps: cut the agent's training and sampled episodes at this many steps (None: the env's
             own limit); evaluation keeps the env's limit. Shorter episodes start more often in the same
