@@ -110,7 +110,7 @@ def assert_refused_or_fine(rc: int, stderr: str, command: str, run: Path, rel: P
 
 def test_the_fuzz_reads_every_kind_of_file_a_run_writes(stopped_run):
     files = {str(p) for p in read_back(stopped_run)}
-    for wanted in (".hydra/config.yaml", ".hydra/overrides.yaml", "metrics.csv", "checkpoints/iter_0002/resume.pt",
+    for wanted in (".hydra/config.yaml", ".hydra/overrides.yaml", "metrics.csv", "checkpoints/iter_0002/resume.json",
                    "checkpoints/iter_0002/agent.zip", "checkpoints/iter_0002/state.json",
                    "labels/round_0000/state.json", "trajectories/round-0000.parquet"):
         assert wanted in files, wanted
@@ -125,8 +125,8 @@ def test_rlhp_report_reads_a_damaged_run_or_names_the_file(stopped_run, tmp_path
         assert_refused_or_fine(rc, err, "rlhp-report", run, rel, before)
 
 
-RESUMED = [".hydra/config.yaml", "metrics.csv", "checkpoints/iter_0002/resume.pt", ".hydra/overrides.yaml",
-           "checkpoints/iter_0002/config.yaml", "checkpoints/iter_0002/chunks.txt"]
+RESUMED = [".hydra/config.yaml", "metrics.csv", "checkpoints/iter_0002/resume.json", ".hydra/overrides.yaml",
+           "checkpoints/iter_0002/config.yaml", "checkpoints/iter_0002/arrays.npz", "checkpoints/iter_0002/chunks.txt"]
 
 
 @pytest.mark.parametrize("rel", RESUMED if DEEP else RESUMED[:3])

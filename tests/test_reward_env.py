@@ -1,10 +1,9 @@
 """The agent sees the learned reward, computed on the right transition; the record keeps the true one."""
 
-import pickle
 
 import numpy as np
 from gymnasium.wrappers import TimeLimit
-from helpers import Counter
+from helpers import Counter, loaded_into
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rlhp.agents import RewardVecEnvWrapper
@@ -53,10 +52,10 @@ def test_the_agent_gets_the_learned_reward_and_the_recorder_the_true_one():
     np.testing.assert_array_equal(second.rews, [0.5, 1.0, 1.5])
 
 
-def test_a_pickled_wrapper_still_reaches_the_attributes_of_the_env_inside():
+def test_a_loaded_wrapper_still_reaches_the_attributes_of_the_env_inside():
     env = RewardVecEnvWrapper(DummyVecEnv([Counter, Counter]), StubNet(), TrajectoryRecorder(2))
     env.reset()
-    copy = pickle.loads(pickle.dumps(env))
+    copy = loaded_into(env, RewardVecEnvWrapper(DummyVecEnv([Counter, Counter]), StubNet(), TrajectoryRecorder(2)))
     assert len(copy.envs) == 2  # found through SB3's wrapper lookup, which reads the class's members
     copy.step_async(np.array([1, 1]))
     assert copy.step_wait()[0].shape[0] == 2

@@ -1,4 +1,3 @@
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -229,15 +228,6 @@ def test_a_tanh_output_bounds_each_members_step_reward_however_large_its_weights
     assert unbounded.abs().max() > 10  # the weights push a linear output far out
     torch.testing.assert_close(bounded, torch.tanh(unbounded))
     assert bounded.abs().max() <= 1.0
-
-
-def test_a_net_pickled_before_the_output_option_scores_as_a_linear_one():
-    net = RewardNet(*spaces())
-    old = pickle.loads(pickle.dumps(net))
-    del old.__dict__["output"]  # as a checkpoint written before the option existed holds it
-    inputs = net.encode(*random_pairs(2, length=3).tensors())
-    torch.testing.assert_close(old.returns(inputs, 0.9), net.returns(inputs, 0.9))
-    assert old.output == "linear"
 
 
 def test_the_defaults_are_the_documented_ones():

@@ -1,14 +1,15 @@
+import json
+
 """Trajectory sources through their typed interface: who trains an agent, and state round trips."""
 
 import contextlib
 import functools
 import importlib
-import pickle
 
 import numpy as np
 import pytest
 import torch
-from helpers import trajectory
+from helpers import loaded_into, trajectory
 from stable_baselines3 import DQN, PPO, SAC, TD3
 from stable_baselines3.common.logger import Logger
 
@@ -19,6 +20,7 @@ from rlhp.agents.policies import GaussianActionNoise, random_policy
 from rlhp.agents.reward_env import RewardVecEnvWrapper
 from rlhp.agents.rollout import rollout
 from rlhp.data import save_trajectories
+from rlhp.data.state import Arrays, Loader, Saver
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, GymEnv
 from rlhp.errors import ArgumentError, RunError
 from rlhp.rewards import EnvReward, RewardNet
@@ -36,7 +38,7 @@ def trainer(seed: int, algo=PPO, max_episode_steps: int | None = None, max_episo
                         max_episode_steps=max_episode_steps, max_episode_steps_until=max_episode_steps_until)
 
 
-def test_the_agent_trainer_trains_whole_rollouts_and_comes_back_whole_from_a_pickle():
+def test_the_agent_trainer_trains_whole_rollouts_and_comes_back_whole_when_loaded_into_a_fresh_one():
     a = trainer(0, n_steps=64, batch_size=64, n_epochs=1)
     assert a.agent is a and a.rollout_steps == 128
     report = a.train(300)
@@ -44,7 +46,7 @@ def test_the_agent_trainer_trains_whole_rollouts_and_comes_back_whole_from_a_pic
     obs = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
     assert not np.array_equal(a.algorithm.predict(obs, deterministic=True)[0],
                               trainer(1, n_steps=64, batch_size=64, n_epochs=1).algorithm.predict(obs, True)[0])
-    b = pickle.loads(pickle.dumps(a))  # the save contract: a checkpoint pickles the loop whole
+    b = loaded_into(a, trainer(0, n_steps=64, batch_size=64, n_epochs=1))  # the save contract: state as data
     np.testing.assert_array_equal(a.algorithm.predict(obs, deterministic=True)[0],
                                   b.algorithm.predict(obs, deterministic=True)[0])
     assert b.algorithm.num_timesteps == 256
@@ -72,7 +74,7 @@ def test_off_policy_rollouts_are_train_freq_steps_per_env_copy():
     assert trainer(0, algo=DQN, train_freq=(1, "episode"), learning_starts=0).rollout_steps == 2
 
 
-def test_a_dataset_source_trains_no_agent_and_pickles_as_its_path_and_content_hash(tmp_path):
+def test_a_dataset_source_trains_no_agent_and_saves_its_path_and_content_hash_not_its_episodes(tmp_path):
     venv = ENV.make(seed=0)
     venv.action_space.seed(0)
     episodes = rollout(venv, random_policy(venv.action_space), episodes=5)
@@ -80,14 +82,19 @@ def test_a_dataset_source_trains_no_agent_and_pickles_as_its_path_and_content_ha
     source = DatasetSource(str(tmp_path / "d"), ENV, np.random.default_rng(0), held_out_frac=0.4)
     assert len(source.held_out(0)) == 2 and sum(map(len, source.sample(10_000))) == 1500
     assert not source.agent.trains and source.agent.train(1000).steps == 0
-    saved = pickle.dumps(source)
-    assert len(saved) < 2_000  # the path, the hash and the split, not 1,500 transitions
-    back = pickle.loads(saved)
+    arrays = Arrays({})
+    saved = json.dumps(Saver(arrays)(source))
+    assert len(saved) < 2_000 and sum(a.nbytes for a in arrays.small.values()) < 2_000  # not 1,500 transitions
+
+    def built() -> DatasetSource:  # as resuming builds it from the config, reading the dataset again
+        return DatasetSource(str(tmp_path / "d"), ENV, np.random.default_rng(0), held_out_frac=0.4)
+
+    back = Loader(arrays).load(json.loads(saved), built())
     assert [t.obs.tolist() for t in back.trajectories] == [t.obs.tolist() for t in source.trajectories]
     assert [t.obs.tolist() for t in back.held_out(0)] == [t.obs.tolist() for t in source.held_out(0)]
     save_trajectories(episodes[:4], tmp_path / "d")  # the data changed under the run
     with pytest.raises(RunError, match="changed since the run began"):
-        pickle.loads(saved)
+        Loader(arrays).load(json.loads(saved), built())
 
 
 def test_sampling_takes_the_freshest_training_episodes_first_and_gives_exploration_its_share():
