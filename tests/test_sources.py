@@ -1,8 +1,7 @@
-import json
-
 """Trajectory sources through their typed interface: who trains an agent, and state round trips."""
 
 import contextlib
+import json
 import functools
 import importlib
 
