@@ -1,9 +1,9 @@
 """Trajectory sources through their typed interface: who trains an agent, and state round trips."""
 
 import contextlib
-import json
 import functools
 import importlib
+import json
 
 import numpy as np
 import pytest
