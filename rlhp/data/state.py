@@ -33,7 +33,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -118,12 +118,12 @@ def _qualname(obj: Any) -> str:
 
 
 class Arrays:
-    """Where a save puts the arrays of its tree, and a load finds them: small ones by name, large ones elsewhere
-    (see :class:`rlhp.experiment.checkpoints.Chunks`)."""
+    """Where a save puts the arrays of its tree, and a load finds them: by name in ``small`` (``arrays.npz``); the
+    arrays of ``derived`` (a part recomputes them before reading them) by shape only. A checkpoint stores large ones
+    apart (:class:`rlhp.experiment.checkpoints.ChunkedArrays`)."""
 
-    def __init__(self, small: dict[str, np.ndarray], large: Any = None, large_bytes: int = 1 << 16,
-                 derived: Any = ()) -> None:
-        self.small, self.large, self.large_bytes = small, large, large_bytes
+    def __init__(self, small: dict[str, np.ndarray], derived: Iterable[np.ndarray] = ()) -> None:
+        self.small = small
         self.derived = {id(a) for a in derived}
 
     def put(self, array: np.ndarray) -> dict[str, Any]:
@@ -132,8 +132,6 @@ class Arrays:
             raise DataError(f"an array of Python objects ({array.shape}) cannot be saved as data")
         if id(array) in self.derived:
             return {"zeros": array.dtype.str, "shape": list(array.shape)}
-        if self.large is not None and array.nbytes >= self.large_bytes:
-            return {"chunks": self.large.store(array), "dtype": array.dtype.str, "shape": list(array.shape)}
         name = f"a{len(self.small)}"
         self.small[name] = array
         return {"array": name}
@@ -141,16 +139,15 @@ class Arrays:
     def get(self, node: dict[str, Any]) -> np.ndarray:
         """The array a node of :meth:`put` finds."""
         if "zeros" in node:
-            return np.zeros(node["shape"], _dtype(node["zeros"]))
-        if "chunks" in node:
-            return self.large.read(node["chunks"], _dtype(node["dtype"]), tuple(node["shape"]))
+            return np.zeros(node["shape"], checked_dtype(node["zeros"]))
         try:
             return self.small[node["array"]]
         except KeyError:
             raise DataError(f"array {node['array']!r} is missing from arrays.npz") from None
 
 
-def _dtype(name: str) -> np.dtype:
+def checked_dtype(name: str) -> np.dtype:
+    """The dtype ``name`` says, refused when it holds Python objects (which only a pickle could hold)."""
     dtype = np.dtype(name)
     if dtype.hasobject:
         raise DataError(f"arrays of Python objects ({name}) are not data")
@@ -407,7 +404,7 @@ class Loader:
         return array
 
     def _scalar(self, node: dict[str, Any], fresh: Any, where: str) -> np.generic:
-        return _dtype(node["dtype"]).type(node["scalar"])
+        return checked_dtype(node["dtype"]).type(node["scalar"])
 
     def _generator(self, node: dict[str, Any], fresh: Any, where: str) -> np.random.Generator:
         state = self(node["generator"], None, where)
@@ -441,7 +438,7 @@ class Loader:
         return pathlib.Path(node["path"])
 
     def _npdtype(self, node: dict[str, Any], fresh: Any, where: str) -> np.dtype:
-        return _dtype(node["npdtype"])
+        return checked_dtype(node["npdtype"])
 
     def _tensor(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
         import torch

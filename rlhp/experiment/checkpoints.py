@@ -32,6 +32,7 @@ import json
 import logging
 import random
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlhp.data.state import Arrays, Loader, Saver
+from rlhp.data.state import Arrays, Loader, Saver, checked_dtype
 from rlhp.errors import DataError, RlhpError, RunError
 from rlhp.experiment.compose import compose
 from rlhp.experiment.renamed import upgrade
@@ -123,6 +124,26 @@ class Chunks:
         return out
 
 
+class ChunkedArrays(Arrays):
+    """A checkpoint's arrays: those of at least :data:`LARGE` bytes in the run's chunk store, the rest by name."""
+
+    def __init__(self, small: dict[str, np.ndarray], chunks: Chunks, derived: Iterable[np.ndarray] = ()) -> None:
+        super().__init__(small, derived)
+        self.chunks = chunks
+
+    def put(self, array: np.ndarray) -> dict[str, Any]:
+        """The node that finds ``array`` again: its chunks' names, where it is large."""
+        if array.nbytes < LARGE or id(array) in self.derived or array.dtype.hasobject:
+            return super().put(array)
+        return {"chunks": self.chunks.store(array), "dtype": array.dtype.str, "shape": list(array.shape)}
+
+    def get(self, node: dict[str, Any]) -> np.ndarray:
+        """The array a node of :meth:`put` finds."""
+        if "chunks" not in node:
+            return super().get(node)
+        return self.chunks.read(node["chunks"], checked_dtype(node["dtype"]), tuple(node["shape"]))
+
+
 def _hash(data: bytes | memoryview) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -151,7 +172,7 @@ def write_state(folder: Path, run: RunFolder, loop: Loop, random_state: dict[str
     """Write the loop's state into a checkpoint's ``folder`` (beside its config.yaml and overrides.yaml):
     ``arrays.npz``, ``chunks.txt`` (listing ``also_used`` too) and, last, ``resume.json``."""
     chunks = Chunks(run.chunks_dir)
-    arrays = Arrays({}, chunks, LARGE, loop.derived_arrays())
+    arrays = ChunkedArrays({}, chunks, loop.derived_arrays())
     save = Saver(arrays)
     config_yaml, overrides_yaml = ((folder / name).read_text() for name in ("config.yaml", "overrides.yaml"))
     tree = {"format": FORMAT, "record": _digest(config_yaml, overrides_yaml), "random": save(random_state),
@@ -213,7 +234,7 @@ def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
                         "with (damaged or edited)")
     cfg, overrides = upgrade(OmegaConf.create(config_yaml), list(OmegaConf.create(overrides_yaml)))
     loop = compose(cfg, run.path)
-    load = Loader(Arrays(small, Chunks(run.chunks_dir)))
+    load = Loader(ChunkedArrays(small, Chunks(run.chunks_dir)))
     try:
         load.load(tree.get("loop"), loop, "loop")
         set_global_random_state(load.load(tree.get("random"), None, "random"))
