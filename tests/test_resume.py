@@ -447,3 +447,17 @@ def test_a_run_pickled_by_rlhp_0_1_is_converted_only_on_trust_and_then_resumes_a
             f"hydra.run.dir={whole}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(run_dir) == untimed_rows(whole)
+
+
+def test_a_pixel_run_with_the_cnn_reward_killed_between_reward_updates_resumes_to_the_same_result(tmp_path):
+    overrides = ["debug=fast", "logger=none", "env=minatar", "env.id=Breakout", "reward_net=cnn",
+                 "reward_net.members=2", "num_rounds=3", "seed=3"]
+    whole = tmp_path / "whole"
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
+    run_dir = tmp_path / "run"
+    killed = run_killed("rlhp.training", "RewardTrainer.train", 2, *overrides, f"hydra.run.dir={run_dir}",
+                        cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
+    assert untimed_rows(run_dir) == untimed_rows(whole)

@@ -248,8 +248,11 @@ class Saver:
 
         if isinstance(obj, torch.Tensor):
             data = obj.detach().cpu()
-            return {"tensor": self.arrays.put(data.numpy()), "parameter": isinstance(obj, torch.nn.Parameter),
+            node = {"tensor": self.arrays.put(data.numpy()), "parameter": isinstance(obj, torch.nn.Parameter),
                     "requires_grad": obj.requires_grad}
+            if not data.is_contiguous():  # a layout of its own (channels last): kernels on it add in its order
+                node["stride"] = list(data.stride())
+            return node
         if isinstance(obj, torch.optim.Optimizer):
             return {"optimizer": self(obj.state_dict())}
         if isinstance(obj, torch.Generator):
@@ -450,6 +453,8 @@ class Loader:
                 fresh.copy_(torch.from_numpy(array))
             return fresh
         tensor = torch.from_numpy(np.array(array))
+        if "stride" in node:
+            tensor = torch.empty_strided(tensor.shape, node["stride"], dtype=tensor.dtype).copy_(tensor)
         if isinstance(fresh, torch.Tensor):
             tensor = tensor.to(fresh.device)
         if node.get("parameter"):
