@@ -13,9 +13,9 @@ saves with ``save_state() -> dict`` and takes it back with ``load_state(state)``
 
 Node forms (each non-scalar node is a one-key JSON object, with ``id`` where another place may share it, and a
 later place sharing it is ``{"ref": id}``): ``list``, ``tuple``, ``dict`` (string keys) or ``items`` (other keys),
-``set``, ``deque``, ``bytes`` (base64), ``enum``, ``path``, ``ndarray`` (a name in ``arrays.npz``, or ``chunks``
-with ``dtype`` and ``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its ``dtype``), ``tensor``, ``jax``,
-``generator``, ``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``)
+``set``, ``deque``, ``bytes`` (base64), ``enum``, ``path``, ``ndarray`` (a name in ``arrays.npz``, or ``inline``
+numbers, or ``chunks``, each with ``dtype`` and ``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its
+``dtype``), ``tensor``, ``jax``, ``generator``, ``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``)
 and ``skip`` (code, built again by the config). docs/runs.md describes each for a reader without rlhp.
 """
 
@@ -42,6 +42,9 @@ from rlhp.errors import DataError
 
 RECORDS: dict[str, type] = {}
 """The classes a checkpoint may make new instances of, by name: plain records, built without running their code."""
+
+INLINE = 16
+"""Arrays of at most this many numbers are written in the tree itself (JSON numbers round-trip exactly)."""
 
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 """NumPy's bit generators a saved generator may name."""
@@ -132,6 +135,8 @@ class Arrays:
             raise DataError(f"an array of Python objects ({array.shape}) cannot be saved as data")
         if id(array) in self.derived:
             return {"zeros": array.dtype.str, "shape": list(array.shape)}
+        if array.size <= INLINE and array.dtype.kind in "biuf":  # a space's bounds: cheaper in the tree than a file
+            return {"inline": array.ravel().tolist(), "dtype": array.dtype.str, "shape": list(array.shape)}
         name = f"a{len(self.small)}"
         self.small[name] = array
         return {"array": name}
@@ -140,6 +145,8 @@ class Arrays:
         """The array a node of :meth:`put` finds."""
         if "zeros" in node:
             return np.zeros(node["shape"], checked_dtype(node["zeros"]))
+        if "inline" in node:
+            return np.array(node["inline"], checked_dtype(node["dtype"])).reshape(node["shape"])
         try:
             return self.small[node["array"]]
         except KeyError:
@@ -161,6 +168,7 @@ class Saver:
         self.arrays = arrays
         self.ids: dict[int, int] = {}
         self.kept: list[Any] = []  # what the ids belong to stays alive until the save ends (ids are not reused)
+        self._by_type: dict[type, Callable[[Saver, Any], Any]] = {}
 
     def __call__(self, obj: Any) -> Any:
         """The node of ``obj``."""
@@ -175,34 +183,45 @@ class Saver:
         return node
 
     def _node(self, obj: Any) -> Any:
-        handler = self._handler(obj)
-        return handler(obj)
+        kind = type(obj)
+        handler = self._by_type.get(kind)
+        if handler is None:  # chosen once per type: a save meets the same few types thousands of times
+            handler = self._by_type[kind] = self._handler(obj)
+        return handler(self, obj)
 
-    def _handler(self, obj: Any) -> Callable[[Any], Any]:
+    @staticmethod
+    def _handler(obj: Any) -> Callable[[Saver, Any], Any]:
         if type(obj) is tuple:  # a named tuple is an object (its class is part of it)
-            return functools.partial(Saver._sequence, self)
-        for kind, handler in self._TYPED:
+            return Saver._sequence
+        for kind, handler in Saver._TYPED:
             if isinstance(obj, kind):
-                return functools.partial(handler, self)
+                return handler
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(obj, (torch.Tensor, torch.optim.Optimizer, torch.Generator,
                                                   torch.dtype, torch.device)):
-            return functools.partial(Saver._torch, self)
+            return Saver._torch
         if torch is not None and isinstance(obj, torch.distributions.Distribution):
-            return lambda o: {"skip": _qualname(o)}  # the last forward pass's, made again by the next one
+            return Saver._skip  # the last forward pass's, made again by the next one
         if _is_jax_array(obj):
-            return lambda a: {"jax": self.arrays.put(np.asarray(a))}
-        if _is_code(obj):
-            return lambda o: {"skip": _qualname(o)}
+            return Saver._jax
+        if _is_code(obj) or (type(obj).__module__, type(obj).__name__) == ("mujoco._structs", "MjModel"):
+            return Saver._skip  # a model is built again from the env's config
         if (type(obj).__module__, type(obj).__name__) == ("mujoco._structs", "MjData"):
-            return functools.partial(Saver._mjdata, self)
-        if (type(obj).__module__, type(obj).__name__) == ("mujoco._structs", "MjModel"):
-            return lambda o: {"skip": "MjModel"}  # built again from the env's config
+            return Saver._mjdata
         if _is_pytree_node(obj):
-            import jax
+            return Saver._pytree
+        return Saver._object
 
-            return lambda o: {"pytree": [self(leaf) for leaf in jax.tree_util.tree_leaves(o)]}
-        return functools.partial(Saver._object, self)
+    def _skip(self, obj: Any) -> dict[str, Any]:
+        return {"skip": _qualname(obj)}
+
+    def _jax(self, obj: Any) -> dict[str, Any]:
+        return {"jax": self.arrays.put(np.asarray(obj))}
+
+    def _pytree(self, obj: Any) -> dict[str, Any]:
+        import jax
+
+        return {"pytree": [self(leaf) for leaf in jax.tree_util.tree_leaves(obj)]}
 
     def _sequence(self, obj: Any) -> dict[str, Any]:
         kind = "tuple" if isinstance(obj, tuple) else "set" if isinstance(obj, (set, frozenset)) else "list"
