@@ -15,8 +15,9 @@ Node forms (each non-scalar node is a one-key JSON object, with ``id`` where ano
 later place sharing it is ``{"ref": id}``): ``list``, ``tuple``, ``dict`` (string keys) or ``items`` (other keys),
 ``set``, ``deque``, ``bytes`` (base64), ``enum``, ``path``, ``ndarray`` (a name in ``arrays.npz``, or ``inline``
 numbers, or ``chunks``, each with ``dtype`` and ``shape``, or ``zeros``), ``scalar`` (a NumPy scalar with its
-``dtype``), ``tensor``, ``jax``, ``generator``, ``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the class's name, and its ``state``)
-and ``skip`` (code, built again by the config). docs/runs.md describes each for a reader without rlhp.
+``dtype``), ``tensor``, ``jax``, ``generator``, ``random``, ``optimizer``, ``pytree``, ``mjdata``, ``object`` (the
+class's name, and its ``state``) and ``skip`` (code, built again by the config). docs/runs.md describes each for a
+reader without rlhp.
 """
 
 from __future__ import annotations
