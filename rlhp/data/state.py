@@ -173,7 +173,7 @@ class Saver:
 
     def __call__(self, obj: Any) -> Any:
         """The node of ``obj``."""
-        if obj is None or isinstance(obj, (bool, int, float, str)) and type(obj) in (bool, int, float, str):
+        if obj is None or type(obj) in (bool, int, float, str):  # not their subclasses (an IntEnum, np.float64)
             return obj
         if id(obj) in self.ids:
             return {"ref": self.ids[id(obj)]}

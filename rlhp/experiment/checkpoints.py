@@ -32,7 +32,7 @@ import json
 import logging
 import random
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +168,7 @@ def _save_checkpoint(run: RunFolder, loop: Loop, name: str, record: RunRecord) -
 
 
 def write_state(folder: Path, run: RunFolder, loop: Loop, random_state: dict[str, Any],
-                also_used: list[str] = ()) -> None:
+                also_used: Sequence[str] = ()) -> None:
     """Write the loop's state into a checkpoint's ``folder`` (beside its config.yaml and overrides.yaml):
     ``arrays.npz``, ``chunks.txt`` (listing ``also_used`` too) and, last, ``resume.json``."""
     chunks = Chunks(run.chunks_dir)
