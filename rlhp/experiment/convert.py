@@ -173,9 +173,11 @@ def convert_run(folder: str | Path) -> list[Path]:
     run = RunFolder(Path(folder))
     if not run.checkpoints_dir.is_dir():
         raise RunError(f"{str(folder)!r} holds no checkpoints/ (is it a run folder?)")
-    todo = [p for p in run.saved_checkpoints() if (p / "resume.pt").is_file() and not (p / "resume.json").is_file()]
-    for path in todo:
-        convert_checkpoint(path)
+    with run.lock():  # a run still writing the folder is refused, as a second rlhp-train would be
+        todo = [p for p in run.saved_checkpoints()
+                if (p / "resume.pt").is_file() and not (p / "resume.json").is_file()]
+        for path in todo:
+            convert_checkpoint(path)
     return todo
 
 
