@@ -36,6 +36,15 @@ MOMENTS = {
 }
 
 
+def whole_and_killed(tmp_path: Path, overrides: list[str], moment: tuple[str, str, int]) -> tuple[Path, Path]:
+    """The run folders of ``overrides`` run unbroken, and run until SIGKILL at ``moment`` (see :data:`MOMENTS`)."""
+    whole, run_dir = tmp_path / "whole", tmp_path / "run"
+    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
+    killed = run_killed(*moment, *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    return whole, run_dir
+
+
 def state_bytes(checkpoint: Path) -> int:
     """The bytes of a checkpoint's state outside the shared chunks."""
     return sum((checkpoint / name).stat().st_size for name in ("resume.json", "arrays.npz"))
@@ -312,12 +321,7 @@ OFF_POLICY = ["debug=fast", "logger=none", "seed=3", "num_rounds=5", "total_time
 def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_relabelled_rewards(tmp_path, agent):
     # SBX's agents (JAX) hold jitted functions and Flax train states: the config builds the one, the other is data.
     overrides = [*OFF_POLICY, f"agent={agent}"]
-    whole = tmp_path / "whole"
-    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
-    run_dir = tmp_path / "run"
-    killed = run_killed("rlhp.agents.agent", "AgentTrainer.train", 3, *overrides, f"hydra.run.dir={run_dir}",
-                        cwd=tmp_path)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    whole, run_dir = whole_and_killed(tmp_path, overrides, ("rlhp.agents.agent", "AgentTrainer.train", 3))
     assert any((run_dir / "chunks").iterdir())  # the buffer's columns are chunks, not part of arrays.npz
     assert all(state_bytes(p) < 1_000_000 for p in (run_dir / "checkpoints").iterdir())
     assert_loads_in_a_fresh_interpreter(run_dir)
@@ -336,12 +340,7 @@ def test_an_off_policy_run_killed_resumes_to_the_same_result_from_chunks_and_rel
 def test_an_sbx_ppo_run_killed_resumes_to_the_same_result_and_its_agent_loads_with_sbx_alone(tmp_path):
     # SBX's PPO (JAX) keeps its random key with the policy; a resume that drew a fresh one would act otherwise.
     overrides = [*RUN, "agent=sbx_ppo"]
-    whole = tmp_path / "whole"
-    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
-    run_dir = tmp_path / "run"
-    killed = run_killed(*MOMENTS["before agent training (round 3)"], *overrides, f"hydra.run.dir={run_dir}",
-                        cwd=tmp_path)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    whole, run_dir = whole_and_killed(tmp_path, overrides, MOMENTS["before agent training (round 3)"])
     assert_loads_in_a_fresh_interpreter(run_dir)
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
@@ -452,12 +451,7 @@ def test_a_run_pickled_by_rlhp_0_1_is_converted_only_on_trust_and_then_resumes_a
 def test_a_pixel_run_with_the_cnn_reward_killed_between_reward_updates_resumes_to_the_same_result(tmp_path):
     overrides = ["debug=fast", "logger=none", "env=minatar", "env.id=Breakout", "reward_net=cnn",
                  "reward_net.members=2", "num_rounds=3", "seed=3"]
-    whole = tmp_path / "whole"
-    run_cli("rlhp-train", *overrides, f"hydra.run.dir={whole}", cwd=tmp_path)
-    run_dir = tmp_path / "run"
-    killed = run_killed("rlhp.training", "RewardTrainer.train", 2, *overrides, f"hydra.run.dir={run_dir}",
-                        cwd=tmp_path)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    whole, run_dir = whole_and_killed(tmp_path, overrides, ("rlhp.training", "RewardTrainer.train", 2))
     run_cli("rlhp-train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert json.loads((run_dir / "eval.json").read_text()) == json.loads((whole / "eval.json").read_text())
     assert untimed_rows(run_dir) == untimed_rows(whole)
