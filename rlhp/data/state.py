@@ -34,7 +34,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -363,6 +363,16 @@ class Loader:
         except (KeyError, TypeError, ValueError) as err:
             raise DataError(f"{where}: not an array's place ({type(err).__name__}: {err})") from None
 
+    def _items(self, nodes: list[Any], old: Sequence[Any], where: str) -> list[Any]:
+        """Each node's value, loaded into the fresh item at its place; where it is code, the fresh item (None where
+        there is none)."""
+        values = []
+        for i, item in enumerate(nodes):
+            fresh = old[i] if i < len(old) else None
+            value = self(item, fresh, f"{where}[{i}]")
+            values.append(fresh if value is SKIP else value)
+        return values
+
     def _early(self, node: dict[str, Any], value: Any) -> None:
         """Register a mutable value before its items load (an item may refer back to it)."""
         if "id" in node:
@@ -371,15 +381,11 @@ class Loader:
     def _list(self, node: dict[str, Any], fresh: Any, where: str) -> list:
         target = fresh if type(fresh) is list else []
         self._early(node, target)
-        old = list(target)
-        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]") for i, item in enumerate(node["list"])]
-        target[:] = [old[i] if item is SKIP and i < len(old) else item for i, item in enumerate(items)]
+        target[:] = self._items(node["list"], list(target), where)
         return target
 
     def _tuple(self, node: dict[str, Any], fresh: Any, where: str) -> tuple:
-        old = fresh if isinstance(fresh, tuple) else ()
-        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]") for i, item in enumerate(node["tuple"])]
-        return tuple(old[i] if item is SKIP and i < len(old) else item for i, item in enumerate(items))
+        return tuple(self._items(node["tuple"], fresh if isinstance(fresh, tuple) else (), where))
 
     def _set(self, node: dict[str, Any], fresh: Any, where: str) -> set:
         items = {self(item, None, where) for item in node["set"]}
@@ -393,9 +399,7 @@ class Loader:
         target = fresh if isinstance(fresh, collections.deque) and fresh.maxlen == node["maxlen"] \
             else collections.deque(maxlen=node["maxlen"])
         self._early(node, target)
-        old = list(target)
-        items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]")
-                 for i, item in enumerate(node["deque"])]
+        items = self._items(node["deque"], list(target), where)
         target.clear()
         target.extend(items)
         return target
@@ -522,8 +526,7 @@ class Loader:
         if len(saved) != len(leaves):
             raise DataError(f"{where}: holds {len(saved)} arrays, where this config's {_qualname(fresh)} has "
                             f"{len(leaves)}")
-        loaded = [self(s, f, f"{where}[{i}]") for i, (s, f) in enumerate(zip(saved, leaves, strict=True))]
-        return jax.tree_util.tree_unflatten(tree, [f if v is SKIP else v for v, f in zip(loaded, leaves, strict=True)])
+        return jax.tree_util.tree_unflatten(tree, self._items(saved, leaves, where))
 
     def _mjdata(self, node: dict[str, Any], fresh: Any, where: str) -> Any:
         import mujoco
@@ -560,10 +563,7 @@ class Loader:
             raise DataError(f"{where}: the state of a {name} must map attribute names to values")
         if "fields" in node:  # a named tuple: immutable, so made anew from the fresh one's type
             kind = type(fresh) if target is not None else RECORDS[name]
-            old = tuple(fresh) if target is not None else ()
-            items = [self(item, old[i] if i < len(old) else None, f"{where}[{i}]")
-                     for i, item in enumerate(node["fields"])]
-            return kind(*[old[i] if v is SKIP else v for i, v in enumerate(items)])
+            return kind(*self._items(node["fields"], tuple(fresh) if target is not None else (), where))
         self._early(node, target)
         current = target.save_state() if isinstance(target, Stateful) and target is fresh else \
             (vars(target) if hasattr(target, "__dict__") else {})
