@@ -16,6 +16,7 @@ from helpers import NO_PICTURES, loaded_into, saved_state
 from rlhp.agents.policies import random_policy
 from rlhp.agents.rollout import rollout
 from rlhp.data import FragmentPairs
+from rlhp.data.state import Arrays, Saver
 from rlhp.envs import FIXED_HORIZON_CARTPOLE, AtariEnv, GymEnv, MinAtarEnv
 from rlhp.envs.states import shrunk_screen
 from rlhp.errors import ArgumentError, ConfigError
@@ -430,7 +431,8 @@ def test_a_querent_refuses_bad_values_by_name_and_keeps_its_drawing_through_a_ch
     assert plain.renderer.width == 16 and plain.instructions == "" and plain.prefetch == 6
     assert WebQuerent(env, tmp_path, prefetch=1).prefetch == 1  # one clip ahead is the least
     assert WebQuerent(env, tmp_path).renderer.width == 320  # the documented default
-    assert "renderer" not in WebQuerent(env, tmp_path).save_state()  # a live env: the config builds it again
+    saved = Saver(Arrays({}))(WebQuerent(env, tmp_path))["state"]
+    assert "renderer" not in saved  # a live env: the config builds it again
 
 
 def test_a_clip_that_cannot_be_drawn_stops_the_drawing_and_says_so_on_the_console(tmp_path, caplog):

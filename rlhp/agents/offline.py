@@ -47,6 +47,9 @@ class OfflineAgent(Agent):
         seed: seeds the learner's first weights and the mini-batch generator.
     """
 
+    unsaved = frozenset({"transitions"})
+    """Not in a checkpoint: the transitions, read again from the dataset when the run resumes (see DatasetSource)."""
+
     def __init__(self, algorithm: OfflineAlgorithm, transitions: Transitions, observation_space: gym.Space,
                  action_space: gym.Space, reward: AgentReward, seed: int) -> None:
         if not isinstance(action_space, gym.spaces.Box) or not isinstance(observation_space, gym.spaces.Box):
@@ -124,13 +127,6 @@ class OfflineAgent(Agent):
         for name, array in self.learner.arrays().items():
             yield name, torch.from_numpy(np.array(array))
 
-    def save_state(self) -> dict[str, Any]:
-        """All but the transitions: the resumed run reads them again from the dataset (see DatasetSource)."""
-        return {k: v for k, v in self.__dict__.items() if k != "transitions"}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Take back :meth:`save_state`'s."""
-        self.__dict__.update(state)
 
 
 def _check_device(device: str) -> None:

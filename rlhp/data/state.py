@@ -8,8 +8,10 @@ identity, so whatever else holds them sees the loaded values). No object is buil
 the plain records registered with :func:`record` (a trajectory, a batch of fragment pairs): a crafted file can set
 data, never run code.
 
-A part that holds more than its attributes say (an emulator's state, a dataset read from a path) says what it
-saves with ``save_state() -> dict`` and takes it back with ``load_state(state)`` (:class:`Stateful`).
+A part whose attributes include what its config builds again (a live env, a thread, data read from a path) names
+them in a class attribute ``unsaved``: the walk leaves them out and the fresh part keeps its own. A part that holds
+more than its attributes say (an emulator's state) says what it saves with ``save_state() -> dict`` and takes it back
+with ``load_state(state)`` (:class:`Stateful`).
 
 Node forms (each non-scalar node is a one-key JSON object, with ``id`` where another place may share it, and a
 later place sharing it is ``{"ref": id}``): ``list``, ``tuple``, ``dict`` (string keys) or ``items`` (other keys),
@@ -291,7 +293,8 @@ class Saver:
         if isinstance(obj, Stateful):
             state = obj.save_state()
         elif hasattr(obj, "__dict__"):
-            state = {k: v for k, v in vars(obj).items() if not k.startswith("__") and k not in DERIVED_ATTRIBUTES}
+            left_out = DERIVED_ATTRIBUTES | getattr(obj, "unsaved", frozenset())
+            state = {k: v for k, v in vars(obj).items() if not k.startswith("__") and k not in left_out}
         elif isinstance(obj, tuple):
             state = {}
         else:

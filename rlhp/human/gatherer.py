@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -59,6 +58,9 @@ class HumanGatherer(PreferenceGatherer):
     """
 
     RANKING_AS = ("pairs", "list")
+    unsaved = frozenset({"_server", "url", "_stop"})
+    """Not in a checkpoint: the labelling server, its address and its stop request, which belong to the process
+    that serves them."""
 
     reads_published_queries = True
 
@@ -206,13 +208,6 @@ class HumanGatherer(PreferenceGatherer):
         self.url = self._server.start()
         log.info("label the queries at %s", self.url, extra=CONSOLE)
 
-    def save_state(self) -> dict[str, Any]:
-        """All but the session's server, its address and its stop: they belong to one process."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_stop", "url", "_server")}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Take back :meth:`save_state`'s."""
-        self.__dict__.update(state)
 
 
 class AnnotationProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -107,6 +106,8 @@ class WebQuerent(Querent):
     """
 
     publishes = True
+    unsaved = frozenset({"renderer", "drawing"})
+    """Not in a checkpoint: a live env and a drawing thread, which the config builds again."""
 
     def __init__(self, env: GymEnv, run_dir: str | Path, labels_per_query: int = 1, width: int = 320,
                  fps: float | None = None, instructions: str = "", prefetch: int = 6, gold_rate: float = 0.0,
@@ -212,10 +213,3 @@ class WebQuerent(Querent):
         self.renderer.write(pairs, names, self.run.media_dir)
         return ids
 
-    def save_state(self) -> dict[str, Any]:
-        """All but the renderer (a live env) and the drawing (a thread): the config builds them again."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("renderer", "drawing")}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Take back :meth:`save_state`'s."""
-        self.__dict__.update(state)
