@@ -145,6 +145,7 @@ class ChunkedArrays(Arrays):
 
 
 def _hash(data: bytes | memoryview) -> str:
+    """BLAKE2b-128 in hex: a chunk's name, and a run record's digest."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -205,7 +206,7 @@ def _chunk_list(path: Path) -> list[str]:
 
 def _digest(config_yaml: str, overrides_yaml: str) -> str:
     """What a checkpoint's run record must hash to: its two files as written."""
-    return hashlib.blake2b(f"{config_yaml}\0{overrides_yaml}".encode(), digest_size=16).hexdigest()
+    return _hash(f"{config_yaml}\0{overrides_yaml}".encode())
 
 
 def load_checkpoint(path: Path) -> tuple[Loop, DictConfig, list[str]]:
